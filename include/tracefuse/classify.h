@@ -1,0 +1,104 @@
+// Stage 4 of the pipeline: kernel-name classification driven by rule sets.
+//
+// A rule set is data (YAML; the built-in ones live in data/rules/ and are embedded in the binary):
+// ordered rules, each giving a category (and optionally a pattern label) to the names for which
+// its predicate holds; the first matching rule wins, and a default closes the list. Predicates are
+// literals (substring or prefix, caseless or not) and regular expressions combined with all / any /
+// not, plus a platform test. The Classifier compiles every literal and regex of a rule set into
+// one Hyperscan database, scans a name once to learn which of them match, then evaluates the rules
+// over that bit set.
+#ifndef TRACEFUSE_CLASSIFY_H_
+#define TRACEFUSE_CLASSIFY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tracefuse {
+
+enum class Platform : uint8_t { kUnknown, kAmd, kNvidia };
+std::string_view PlatformName(Platform p);  // "unknown", "AMD", "NVIDIA"
+
+struct Predicate {
+  enum class Kind : uint8_t { kContains, kPrefix, kRegex, kAll, kAny, kNot, kPlatform };
+  Kind kind = Kind::kContains;
+  std::string text;       // literal or regex
+  bool caseless = true;   // for literals and regexes
+  Platform platform = Platform::kUnknown;  // kPlatform
+  std::vector<Predicate> children;         // kAll / kAny / kNot (one child)
+  int line = 0;                            // line in the rule file, for messages
+};
+
+struct Rule {
+  std::string category;
+  std::string pattern;  // label template; "{name:N}" is the name's first N code points
+  Predicate when;       // an empty kAll is always true
+  int line = 0;
+};
+
+class RuleSet {
+ public:
+  // Parses a rule file. `source` names it in error messages ("FILE:LINE: ..."). A file may
+  // `extends:` a built-in set: its own rules then come first and take precedence.
+  static absl::StatusOr<std::shared_ptr<const RuleSet>> FromYaml(std::string_view text,
+                                                                 const std::string& source);
+  // A built-in set by name, or a rule file by path.
+  static absl::StatusOr<std::shared_ptr<const RuleSet>> Load(const std::string& name_or_path);
+  static std::vector<std::string> BuiltinNames();
+
+  const std::string& name() const { return name_; }
+  const std::string& description() const { return description_; }
+  const std::vector<Rule>& rules() const { return rules_; }
+  const Rule& fallback() const { return fallback_; }
+  // Every category, in declaration order (rules' categories added as first used).
+  const std::vector<std::string>& categories() const { return categories_; }
+  uint16_t category_index(std::string_view category) const;
+  bool platform_dependent() const { return platform_dependent_; }
+
+ private:
+  std::string name_;
+  std::string description_;
+  std::vector<Rule> rules_;
+  Rule fallback_;
+  std::vector<std::string> categories_;
+  bool platform_dependent_ = false;
+};
+
+// Rule index in RuleSet::rules(), or rules().size() for the fallback.
+using RuleId = uint16_t;
+
+class Classifier {
+ public:
+  static absl::StatusOr<std::shared_ptr<const Classifier>> Create(
+      std::shared_ptr<const RuleSet> rules);
+  ~Classifier();
+
+  // Thread-safe; each thread uses its own Hyperscan scratch.
+  RuleId Classify(std::string_view name, Platform platform) const;
+
+  const RuleSet& rule_set() const { return *rules_; }
+  uint16_t category_of(RuleId id) const { return rule_category_[id]; }
+  const std::string& category_name(uint16_t category) const {
+    return rules_->categories()[category];
+  }
+  // The rule's pattern label for `name` ("" when the rule has none).
+  std::string Pattern(RuleId id, std::string_view name) const;
+
+ private:
+  struct Impl;
+  explicit Classifier(std::shared_ptr<const RuleSet> rules);
+  std::shared_ptr<const RuleSet> rules_;
+  std::vector<uint16_t> rule_category_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The first `n` code points of UTF-8 `s` (Python's s[:n]).
+std::string_view Utf8Prefix(std::string_view s, size_t n);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_CLASSIFY_H_

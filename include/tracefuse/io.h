@@ -1,0 +1,61 @@
+// Stage 1 of the pipeline: input bytes.
+//
+// A trace is read as a sequence of Blocks whose memory stays valid for as long as any copy of the
+// Block is alive, so downstream stages can hold on to a byte range without copying it. Plain files
+// are memory-mapped one window at a time with MAP_POPULATE (populate-ahead reads the page cache an
+// order of magnitude faster than faulting page by page) and each window is unmapped when its last
+// reference goes, so resident memory is bounded by the data in flight, not by the file size.
+// Pipes and stdin are read into pooled buffers; gzip input (detected by its magic bytes, whatever
+// the file name) is inflated by streaming zlib into pooled buffers.
+#ifndef TRACEFUSE_IO_H_
+#define TRACEFUSE_IO_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace tracefuse {
+
+// A contiguous run of input bytes. `offset` is the position of data[0] in the uncompressed stream.
+struct Block {
+  const char* data = nullptr;
+  size_t size = 0;
+  uint64_t offset = 0;
+  std::shared_ptr<const void> owner;  // keeps `data` alive
+};
+
+struct SourceOptions {
+  size_t window_bytes = 8u << 20;  // mmap window / read buffer / inflate buffer size
+};
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Produces the next block. Returns false at the end of the input.
+  virtual absl::StatusOr<bool> Next(Block* block) = 0;
+  // Bytes of the file on disk (compressed size for gzip); 0 when unknown (pipes).
+  virtual uint64_t file_bytes() const = 0;
+  // Bytes of the file on disk consumed so far, for progress reporting.
+  virtual uint64_t file_bytes_read() const = 0;
+  virtual bool compressed() const { return false; }
+  const std::string& path() const { return path_; }
+
+ protected:
+  explicit ByteSource(std::string path) : path_(std::move(path)) {}
+
+ private:
+  std::string path_;
+};
+
+// Opens `path` ("-" is standard input). Errors: NotFound / PermissionDenied / FailedPrecondition
+// (a directory) / Unavailable (read failure) are I/O errors; InvalidArgument means the file is not
+// usable input (empty file). Messages start with the path.
+absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& path,
+                                                       const SourceOptions& options = {});
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_IO_H_

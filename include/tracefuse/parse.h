@@ -1,0 +1,123 @@
+// Stage 3 of the pipeline: simdjson On-Demand over event chunks, giving compact kernel records.
+//
+// One ChunkParser per worker thread: its simdjson parser and its padded input buffer are sized
+// once and reused, because first-touch page faults on fresh memory (about 0.3 GB/s here) would
+// otherwise cost more than the parse itself (about 2.9 GB/s per core, warm). Kernel names are
+// de-duplicated per chunk, so the serial reducer downstream handles each distinct name of a chunk
+// once instead of hashing every kernel's name.
+#ifndef TRACEFUSE_PARSE_H_
+#define TRACEFUSE_PARSE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tracefuse/scan.h"
+
+namespace tracefuse {
+
+// Converts a JSON number of microseconds ("1751410836123.456", "12", "-3.5", "1.2e3") to integer
+// nanoseconds, exactly for up to three fractional digits (further digits round half away from
+// zero). Returns nullopt for anything that is not a finite number in range.
+std::optional<int64_t> MicrosToNanos(std::string_view json_number);
+
+struct KernelEvent {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  int64_t correlation = 0;
+  int64_t external_id = 0;
+  uint32_t name = 0;  // index into ParsedChunk::names
+  int32_t stream = -1;
+  int32_t device = -1;
+  uint8_t flags = 0;
+
+  static constexpr uint8_t kHasCorrelation = 1;
+  static constexpr uint8_t kHasExternalId = 2;
+  static constexpr uint8_t kHasKind = 4;  // args.kind, written by roctracer (AMD) only
+};
+
+// Platform hints seen among the events (used when the top-level metadata is not conclusive).
+struct EventEvidence {
+  uint64_t kernels_with_kind = 0;
+  uint64_t hip_runtime_calls = 0;   // cuda_runtime / Runtime events named hip*
+  uint64_t cuda_runtime_calls = 0;  // ... named cuda*
+
+  void Add(const EventEvidence& o) {
+    kernels_with_kind += o.kernels_with_kind;
+    hip_runtime_calls += o.hip_runtime_calls;
+    cuda_runtime_calls += o.cuda_runtime_calls;
+  }
+};
+
+struct ParsedChunk {
+  uint64_t seq = 0;
+  uint64_t begin = 0;
+  uint64_t bytes = 0;
+  uint64_t events = 0;
+  // Kernel events (cat "kernel", or "Kernel" in 2021-era traces), in trace order.
+  std::vector<KernelEvent> kernels;
+  // Distinct kernel names of this chunk, concatenated; name i is
+  // name_bytes[name_offsets[i], name_offsets[i + 1]).
+  std::string name_bytes;
+  std::vector<uint32_t> name_offsets{0};
+  // Classification of each distinct name (a rule index), filled by the classify stage.
+  std::vector<uint16_t> name_rule;
+  // Event count per `cat` value ("" for events without one), in first-seen order.
+  std::vector<std::pair<std::string, uint64_t>> categories;
+  // Kernel events whose ts or dur was missing or not a number (counted, taken as 0).
+  uint64_t kernels_with_bad_times = 0;
+  EventEvidence evidence;
+  absl::Status status;
+
+  size_t name_count() const { return name_offsets.size() - 1; }
+  std::string_view name(size_t i) const {
+    return std::string_view(name_bytes).substr(name_offsets[i], name_offsets[i + 1] - name_offsets[i]);
+  }
+  void Clear();
+};
+
+class ChunkParser {
+ public:
+  explicit ChunkParser(size_t initial_capacity = 4u << 20);
+  ~ChunkParser();
+  ChunkParser(const ChunkParser&) = delete;
+  ChunkParser& operator=(const ChunkParser&) = delete;
+
+  // Parses the events of `chunk`; `display_name` prefixes error messages, whose byte offsets are
+  // positions in the input.
+  absl::Status Parse(const EventChunk& chunk, const std::string& display_name, ParsedChunk* out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// What tracefuse uses of the top-level keys (everything but the events).
+struct TraceMetadata {
+  std::vector<std::string> keys;  // top-level keys in file order
+  bool has_device_properties = false;
+  int device_count = 0;
+  bool first_device_is_object = false;
+  std::optional<std::string> gpu_name;  // deviceProperties[0].name
+  std::optional<int64_t> warp_size;     // deviceProperties[0].warpSize
+  bool has_roctracer_version = false;
+  bool roctracer_version_truthy = false;  // Python truthiness, as the reference tests it
+  bool has_cupti_version = false;
+  bool has_cuda_runtime_version = false;
+  bool has_hip_runtime_version = false;
+  std::string trace_name;
+  std::optional<int64_t> base_time_ns;
+};
+
+// Parses the splitter's metadata document. `display_name` prefixes errors.
+absl::StatusOr<TraceMetadata> ParseTraceMetadata(std::string_view json,
+                                                 const std::string& display_name);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_PARSE_H_

@@ -1,0 +1,48 @@
+// The flow graph: the one place where the stages are wired together.
+//
+//   source (serial: read + split) -> limiter -> parse + classify (parallel) -> sequencer
+//     -> reduce (serial, in input order) -> back to the limiter
+//
+// The limiter bounds the chunks in flight, and with them the memory held, whatever the file size.
+// Results do not depend on the thread count: chunks are reduced in input order.
+#ifndef TRACEFUSE_PIPELINE_H_
+#define TRACEFUSE_PIPELINE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tracefuse/classify.h"
+#include "tracefuse/reduce.h"
+
+namespace tracefuse {
+
+struct ProgressUpdate {
+  uint64_t file_bytes_read = 0;  // on disk, all traces together
+  uint64_t file_bytes_total = 0; // 0 when unknown (pipes)
+  uint64_t input_bytes = 0;      // uncompressed bytes scanned
+};
+
+struct PipelineOptions {
+  int threads = 0;  // 0: DefaultThreadCount()
+  size_t chunk_bytes = 2u << 20;
+  size_t window_bytes = 8u << 20;
+  // Called from the reading stage, at most once per block; must be thread-safe.
+  std::function<void(const ProgressUpdate&)> progress;
+};
+
+// SLURM_CPUS_PER_TASK when set to a positive number, else the CPUs this process may run on.
+int DefaultThreadCount();
+
+// Streams the traces (concurrently, sharing the threads) and returns one profile per path, in
+// order. Errors name the file; see cli for the exit code of each kind.
+absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
+    const std::vector<std::string>& paths, std::shared_ptr<const Classifier> classifier,
+    const PipelineOptions& options);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_PIPELINE_H_

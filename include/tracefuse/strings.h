@@ -1,0 +1,47 @@
+// Small string helpers shared by every stage.
+//
+// Debian's Abseil is built with its own absl::string_view, distinct from std::string_view, so
+// the project formats with {fmt} and keys hash maps by std::string with std::string_view lookup.
+#ifndef TRACEFUSE_STRINGS_H_
+#define TRACEFUSE_STRINGS_H_
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace tracefuse {
+
+// Concatenates the {fmt} renderings of its arguments.
+template <typename... Args>
+std::string StrCat(const Args&... args) {
+  std::string out;
+  (fmt::format_to(std::back_inserter(out), "{}", args), ...);
+  return out;
+}
+
+template <typename... Args>
+void StrAppend(std::string* out, const Args&... args) {
+  (fmt::format_to(std::back_inserter(*out), "{}", args), ...);
+}
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+struct StringEq {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const { return a == b; }
+};
+
+// A hash map keyed by std::string that can be searched with a std::string_view.
+template <typename V>
+using StringMap = absl::flat_hash_map<std::string, V, StringHash, StringEq>;
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_STRINGS_H_

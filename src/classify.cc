@@ -1,0 +1,529 @@
+#include "tracefuse/classify.h"
+
+#include <hs/hs.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "tracefuse/strings.h"
+#include "fmt/ranges.h"
+#include "embedded_rules.h"
+#include "oneapi/tbb/enumerable_thread_specific.h"
+#include "yaml-cpp/yaml.h"
+
+namespace tracefuse {
+
+std::string_view PlatformName(Platform p) {
+  switch (p) {
+    case Platform::kAmd:
+      return "AMD";
+    case Platform::kNvidia:
+      return "NVIDIA";
+    default:
+      return "unknown";
+  }
+}
+
+std::string_view Utf8Prefix(std::string_view s, size_t n) {
+  size_t i = 0, points = 0;
+  while (i < s.size()) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+      if (points == n) break;
+      ++points;
+    }
+    ++i;
+  }
+  return s.substr(0, i);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rule files
+
+namespace {
+
+class RuleFileError {
+ public:
+  RuleFileError(std::string source) : source_(std::move(source)) {}
+  absl::Status At(const YAML::Node& node, std::string_view what) const {
+    return absl::InvalidArgumentError(
+        StrCat(source_, ":", node.Mark().line + 1, ": ", what));
+  }
+  absl::Status AtLine(int line, std::string_view what) const {
+    return absl::InvalidArgumentError(StrCat(source_, ":", line, ": ", what));
+  }
+
+ private:
+  std::string source_;
+};
+
+constexpr std::string_view kLeafKeys[] = {"contains", "prefix", "regex"};
+constexpr std::string_view kPredicateKeys[] = {"contains", "prefix", "regex", "all",
+                                               "any",      "not",    "platform"};
+
+bool IsPredicateKey(std::string_view k) {
+  for (auto p : kPredicateKeys)
+    if (p == k) return true;
+  return false;
+}
+
+struct PredicateParser {
+  const RuleFileError& err;
+  bool default_caseless;
+  bool* platform_dependent;
+
+  absl::Status ParseCase(const YAML::Node& map, bool* caseless) {
+    *caseless = default_caseless;
+    if (!map["case"]) return absl::OkStatus();
+    std::string c = map["case"].as<std::string>();
+    if (c == "sensitive") {
+      *caseless = false;
+    } else if (c == "insensitive") {
+      *caseless = true;
+    } else {
+      return err.At(map["case"], StrCat("case must be 'sensitive' or 'insensitive', not '", c, "'"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseOne(const YAML::Node& map, const std::string& key, bool caseless,
+                        Predicate* out) {
+    const YAML::Node& v = map[key];
+    out->line = v.Mark().line + 1;
+    out->caseless = caseless;
+    if (key == "contains" || key == "prefix" || key == "regex") {
+      if (!v.IsScalar()) return err.At(v, StrCat("'", key, "' takes a string"));
+      out->kind = key == "contains" ? Predicate::Kind::kContains
+                  : key == "prefix" ? Predicate::Kind::kPrefix
+                                    : Predicate::Kind::kRegex;
+      out->text = v.as<std::string>();
+      if (out->text.empty()) return err.At(v, StrCat("empty '", key, "' string"));
+      return absl::OkStatus();
+    }
+    if (key == "platform") {
+      std::string p = v.as<std::string>();
+      for (char& ch : p) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      out->kind = Predicate::Kind::kPlatform;
+      if (p == "amd") {
+        out->platform = Platform::kAmd;
+      } else if (p == "nvidia") {
+        out->platform = Platform::kNvidia;
+      } else {
+        return err.At(v, StrCat("platform must be 'amd' or 'nvidia', not '", p, "'"));
+      }
+      *platform_dependent = true;
+      return absl::OkStatus();
+    }
+    if (key == "not") {
+      out->kind = Predicate::Kind::kNot;
+      out->children.emplace_back();
+      return Parse(v, &out->children.back());
+    }
+    out->kind = key == "all" ? Predicate::Kind::kAll : Predicate::Kind::kAny;
+    if (!v.IsSequence()) return err.At(v, StrCat("'", key, "' takes a list of predicates"));
+    for (const auto& item : v) {
+      out->children.emplace_back();
+      absl::Status s = Parse(item, &out->children.back());
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  // A string is a `contains` literal; a map holds predicate keys (several are ANDed), an
+  // optional `case`, and, when `allowed_extra` lists them, rule keys.
+  absl::Status ParseMap(const YAML::Node& node, Predicate* out,
+                        const std::vector<std::string_view>& allowed_extra = {}) {
+    bool caseless;
+    absl::Status s = ParseCase(node, &caseless);
+    if (!s.ok()) return s;
+    std::vector<Predicate> parts;
+    for (const auto& kv : node) {
+      std::string key = kv.first.as<std::string>();
+      if (key == "case") continue;
+      bool extra = false;
+      for (auto e : allowed_extra) extra |= (e == key);
+      if (extra) continue;
+      if (!IsPredicateKey(key)) return err.At(kv.first, StrCat("unknown key '", key, "'"));
+      parts.emplace_back();
+      s = ParseOne(node, key, caseless, &parts.back());
+      if (!s.ok()) return s;
+    }
+    if (parts.size() == 1) {
+      *out = std::move(parts.front());
+    } else {
+      out->kind = Predicate::Kind::kAll;
+      out->line = node.Mark().line + 1;
+      out->children = std::move(parts);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Parse(const YAML::Node& node, Predicate* out) {
+    if (node.IsScalar()) {
+      out->kind = Predicate::Kind::kContains;
+      out->text = node.as<std::string>();
+      out->caseless = default_caseless;
+      out->line = node.Mark().line + 1;
+      if (out->text.empty()) return err.At(node, "empty literal");
+      return absl::OkStatus();
+    }
+    if (!node.IsMap()) return err.At(node, "a predicate is a string or a map");
+    if (node.size() == 0) return err.At(node, "empty predicate");
+    return ParseMap(node, out);
+  }
+};
+
+absl::StatusOr<std::shared_ptr<const RuleSet>> LoadBuiltin(std::string_view name) {
+  for (size_t i = 0; i < kEmbeddedRuleCount; ++i) {
+    if (kEmbeddedRules[i].name == name) {
+      return RuleSet::FromYaml(kEmbeddedRules[i].text,
+                               StrCat("data/rules/", name, ".yaml"));
+    }
+  }
+  return absl::NotFoundError(StrCat("unknown rule set '", name, "' (built-in sets: ",
+                                          fmt::format("{}", fmt::join(RuleSet::BuiltinNames(), ", ")), ")"));
+}
+
+}  // namespace
+
+std::vector<std::string> RuleSet::BuiltinNames() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < kEmbeddedRuleCount; ++i) names.emplace_back(kEmbeddedRules[i].name);
+  return names;
+}
+
+uint16_t RuleSet::category_index(std::string_view category) const {
+  for (size_t i = 0; i < categories_.size(); ++i)
+    if (categories_[i] == category) return static_cast<uint16_t>(i);
+  return UINT16_MAX;
+}
+
+absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::Load(const std::string& name_or_path) {
+  if (name_or_path.find('/') == std::string::npos &&
+      name_or_path.find(".yaml") == std::string::npos &&
+      name_or_path.find(".yml") == std::string::npos) {
+    return LoadBuiltin(name_or_path);
+  }
+  std::ifstream in(name_or_path);
+  if (!in) return absl::NotFoundError(StrCat(name_or_path, ": cannot open rule file"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return FromYaml(text.str(), name_or_path);
+}
+
+absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_view text,
+                                                                 const std::string& source) {
+  RuleFileError err(source);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return err.AtLine(e.mark.line + 1, e.msg);
+  }
+  if (!root.IsMap()) return absl::InvalidArgumentError(StrCat(source, ": a rule file is a YAML map"));
+
+  auto set = std::make_shared<RuleSet>();
+  try {
+    static const absl::flat_hash_set<std::string, StringHash, StringEq> kTopKeys = {
+        "name", "description", "extends", "caseless", "categories", "default", "rules"};
+    for (const auto& kv : root) {
+      std::string key = kv.first.as<std::string>();
+      if (!kTopKeys.contains(key)) return err.At(kv.first, StrCat("unknown key '", key, "'"));
+    }
+    set->name_ = root["name"] ? root["name"].as<std::string>() : source;
+    if (root["description"]) set->description_ = root["description"].as<std::string>();
+    bool caseless = root["caseless"] ? root["caseless"].as<bool>() : true;
+
+    std::shared_ptr<const RuleSet> base;
+    if (root["extends"]) {
+      absl::StatusOr<std::shared_ptr<const RuleSet>> b = LoadBuiltin(root["extends"].as<std::string>());
+      if (!b.ok()) return err.At(root["extends"], std::string(b.status().message()));
+      base = *b;
+    }
+
+    auto add_category = [&](const std::string& c) {
+      if (set->category_index(c) == UINT16_MAX) set->categories_.push_back(c);
+    };
+    if (base) set->categories_ = base->categories_;
+    if (root["categories"]) {
+      absl::flat_hash_set<std::string, StringHash, StringEq> seen;
+      for (const auto& c : root["categories"]) {
+        std::string name = c.as<std::string>();
+        if (!seen.insert(name).second) {
+          return err.At(c, StrCat("duplicate category '", name, "'"));
+        }
+        if (base && base->category_index(name) != UINT16_MAX) {
+          return err.At(c, StrCat("category '", name, "' is already defined by '",
+                                        base->name(), "'"));
+        }
+        add_category(name);
+      }
+    }
+
+    PredicateParser preds{err, caseless, &set->platform_dependent_};
+    if (root["rules"]) {
+      if (!root["rules"].IsSequence()) return err.At(root["rules"], "'rules' is a list");
+      for (const auto& r : root["rules"]) {
+        if (!r.IsMap()) return err.At(r, "a rule is a map with 'category' and predicates");
+        Rule rule;
+        rule.line = r.Mark().line + 1;
+        if (!r["category"]) return err.At(r, "rule without 'category'");
+        rule.category = r["category"].as<std::string>();
+        if (rule.category.empty()) return err.At(r["category"], "empty category");
+        if (r["pattern"]) rule.pattern = r["pattern"].as<std::string>();
+        bool has_predicate = false;
+        for (const auto& kv : r) has_predicate |= IsPredicateKey(kv.first.as<std::string>());
+        if (!has_predicate) return err.At(r, "rule without a predicate");
+        absl::Status s = preds.ParseMap(r, &rule.when, {"category", "pattern", "description"});
+        if (!s.ok()) return s;
+        add_category(rule.category);
+        set->rules_.push_back(std::move(rule));
+      }
+    }
+    if (base) {
+      set->platform_dependent_ |= base->platform_dependent_;
+      for (const Rule& r : base->rules_) set->rules_.push_back(r);
+      set->fallback_ = base->fallback_;
+    } else {
+      set->fallback_.category = "Other";
+    }
+    if (root["default"]) {
+      const YAML::Node& d = root["default"];
+      if (!d.IsMap() || !d["category"]) return err.At(d, "'default' is a map with 'category'");
+      set->fallback_.category = d["category"].as<std::string>();
+      set->fallback_.pattern = d["pattern"] ? d["pattern"].as<std::string>() : "";
+      set->fallback_.line = d.Mark().line + 1;
+    }
+    add_category(set->fallback_.category);
+  } catch (const YAML::Exception& e) {
+    return err.AtLine(e.mark.line + 1, e.msg);
+  }
+  if (set->rules_.size() >= UINT16_MAX) return absl::InvalidArgumentError(StrCat(source, ": too many rules"));
+  // Regexes are checked here so that errors carry their line.
+  std::vector<const Predicate*> stack;
+  for (const Rule& r : set->rules_) stack.push_back(&r.when);
+  while (!stack.empty()) {
+    const Predicate* p = stack.back();
+    stack.pop_back();
+    for (const Predicate& c : p->children) stack.push_back(&c);
+    if (p->kind != Predicate::Kind::kRegex) continue;
+    hs_database_t* db = nullptr;
+    hs_compile_error_t* compile_error = nullptr;
+    if (hs_compile(p->text.c_str(), p->caseless ? HS_FLAG_CASELESS : 0, HS_MODE_BLOCK, nullptr, &db,
+                   &compile_error) != HS_SUCCESS) {
+      std::string msg = StrCat("bad regex '", p->text, "': ",
+                                     compile_error ? compile_error->message : "compile error");
+      hs_free_compile_error(compile_error);
+      return err.AtLine(p->line, msg);
+    }
+    hs_free_database(db);
+  }
+  return std::shared_ptr<const RuleSet>(std::move(set));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Classifier
+
+namespace {
+
+// Predicates flattened into one array, leaves pointing at Hyperscan pattern ids.
+struct Node {
+  Predicate::Kind kind;
+  uint32_t value;  // pattern id (leaves) or Platform
+  uint32_t first_child;
+  uint32_t child_count;
+};
+
+std::string EscapeLiteral(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c)) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Classifier::Impl {
+  hs_database_t* db = nullptr;
+  hs_scratch_t* prototype = nullptr;
+  size_t words = 0;
+  std::vector<Node> nodes;
+  std::vector<uint32_t> children;  // node indices
+  std::vector<uint32_t> rule_roots;
+
+  struct ThreadState {
+    hs_scratch_t* scratch = nullptr;
+    std::vector<uint64_t> bits;
+    ~ThreadState() {
+      if (scratch) hs_free_scratch(scratch);
+    }
+  };
+  mutable std::unique_ptr<tbb::enumerable_thread_specific<ThreadState>> states;
+
+  ~Impl() {
+    states.reset();
+    if (prototype) hs_free_scratch(prototype);
+    if (db) hs_free_database(db);
+  }
+
+  bool Eval(uint32_t index, const uint64_t* bits, Platform platform) const {
+    const Node& n = nodes[index];
+    switch (n.kind) {
+      case Predicate::Kind::kContains:
+      case Predicate::Kind::kPrefix:
+      case Predicate::Kind::kRegex:
+        return (bits[n.value >> 6] >> (n.value & 63)) & 1;
+      case Predicate::Kind::kPlatform:
+        return static_cast<uint32_t>(platform) == n.value;
+      case Predicate::Kind::kNot:
+        return !Eval(children[n.first_child], bits, platform);
+      case Predicate::Kind::kAll:
+        for (uint32_t i = 0; i < n.child_count; ++i)
+          if (!Eval(children[n.first_child + i], bits, platform)) return false;
+        return true;
+      case Predicate::Kind::kAny:
+        for (uint32_t i = 0; i < n.child_count; ++i)
+          if (Eval(children[n.first_child + i], bits, platform)) return true;
+        return false;
+    }
+    return false;
+  }
+};
+
+Classifier::Classifier(std::shared_ptr<const RuleSet> rules)
+    : rules_(std::move(rules)), impl_(std::make_unique<Impl>()) {}
+Classifier::~Classifier() = default;
+
+absl::StatusOr<std::shared_ptr<const Classifier>> Classifier::Create(
+    std::shared_ptr<const RuleSet> rules) {
+  std::shared_ptr<Classifier> c(new Classifier(std::move(rules)));
+  Impl& im = *c->impl_;
+  const RuleSet& set = *c->rules_;
+
+  std::vector<std::string> expressions;
+  std::vector<unsigned> flags;
+  StringMap<uint32_t> ids;  // expression + flags -> id
+
+  // Children are laid out after their parent is created, so indices are assigned recursively.
+  std::function<uint32_t(const Predicate&)> flatten = [&](const Predicate& p) -> uint32_t {
+    uint32_t index = static_cast<uint32_t>(im.nodes.size());
+    im.nodes.push_back(Node{p.kind, 0, 0, 0});
+    switch (p.kind) {
+      case Predicate::Kind::kContains:
+      case Predicate::Kind::kPrefix:
+      case Predicate::Kind::kRegex: {
+        std::string expr = p.kind == Predicate::Kind::kRegex    ? p.text
+                           : p.kind == Predicate::Kind::kPrefix ? "^" + EscapeLiteral(p.text)
+                                                                : EscapeLiteral(p.text);
+        unsigned f = HS_FLAG_SINGLEMATCH | (p.caseless ? HS_FLAG_CASELESS : 0);
+        auto [it, inserted] = ids.try_emplace(StrCat(f, "/", expr), expressions.size());
+        if (inserted) {
+          expressions.push_back(expr);
+          flags.push_back(f);
+        }
+        im.nodes[index].value = it->second;
+        break;
+      }
+      case Predicate::Kind::kPlatform:
+        im.nodes[index].value = static_cast<uint32_t>(p.platform);
+        break;
+      default: {
+        std::vector<uint32_t> kids;
+        for (const Predicate& child : p.children) kids.push_back(flatten(child));
+        im.nodes[index].first_child = static_cast<uint32_t>(im.children.size());
+        im.nodes[index].child_count = static_cast<uint32_t>(kids.size());
+        im.children.insert(im.children.end(), kids.begin(), kids.end());
+      }
+    }
+    return index;
+  };
+  for (const Rule& r : set.rules()) {
+    im.rule_roots.push_back(flatten(r.when));
+    c->rule_category_.push_back(set.category_index(r.category));
+  }
+  c->rule_category_.push_back(set.category_index(set.fallback().category));
+
+  im.words = (expressions.size() + 63) / 64;
+  if (!expressions.empty()) {
+    std::vector<const char*> exprs;
+    std::vector<unsigned> hs_ids;
+    for (size_t i = 0; i < expressions.size(); ++i) {
+      exprs.push_back(expressions[i].c_str());
+      hs_ids.push_back(static_cast<unsigned>(i));
+    }
+    hs_compile_error_t* compile_error = nullptr;
+    if (hs_compile_multi(exprs.data(), flags.data(), hs_ids.data(),
+                         static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &im.db,
+                         &compile_error) != HS_SUCCESS) {
+      std::string msg = StrCat("rule set '", set.name(), "': Hyperscan compile failed: ",
+                                     compile_error ? compile_error->message : "unknown error");
+      hs_free_compile_error(compile_error);
+      return absl::InvalidArgumentError(msg);
+    }
+    if (hs_alloc_scratch(im.db, &im.prototype) != HS_SUCCESS) {
+      return absl::ResourceExhaustedError("cannot allocate Hyperscan scratch");
+    }
+  }
+  Impl* raw = c->impl_.get();
+  im.states = std::make_unique<tbb::enumerable_thread_specific<Impl::ThreadState>>([raw] {
+    Impl::ThreadState s;
+    if (raw->prototype) hs_clone_scratch(raw->prototype, &s.scratch);
+    s.bits.assign(std::max<size_t>(raw->words, 1), 0);
+    return s;
+  });
+  return std::shared_ptr<const Classifier>(std::move(c));
+}
+
+RuleId Classifier::Classify(std::string_view name, Platform platform) const {
+  const Impl& im = *impl_;
+  Impl::ThreadState& state = im.states->local();
+  uint64_t* bits = state.bits.data();
+  std::fill(state.bits.begin(), state.bits.end(), 0);
+  if (im.db != nullptr) {
+    hs_scan(
+        im.db, name.data(), static_cast<unsigned>(name.size()), 0, state.scratch,
+        [](unsigned id, unsigned long long, unsigned long long, unsigned, void* ctx) -> int {
+          static_cast<uint64_t*>(ctx)[id >> 6] |= uint64_t{1} << (id & 63);
+          return 0;
+        },
+        bits);
+  }
+  for (size_t i = 0; i < im.rule_roots.size(); ++i) {
+    if (im.Eval(im.rule_roots[i], bits, platform)) return static_cast<RuleId>(i);
+  }
+  return static_cast<RuleId>(im.rule_roots.size());
+}
+
+std::string Classifier::Pattern(RuleId id, std::string_view name) const {
+  const std::string& tmpl =
+      id < rules_->rules().size() ? rules_->rules()[id].pattern : rules_->fallback().pattern;
+  std::string out;
+  size_t i = 0;
+  while (i < tmpl.size()) {
+    size_t open = tmpl.find("{name", i);
+    if (open == std::string::npos) break;
+    size_t close = tmpl.find('}', open);
+    if (close == std::string::npos) break;
+    out.append(tmpl, i, open - i);
+    std::string_view spec = std::string_view(tmpl).substr(open + 5, close - open - 5);
+    if (spec.empty()) {
+      out.append(name);
+    } else if (spec[0] == ':') {
+      size_t n = std::strtoul(std::string(spec.substr(1)).c_str(), nullptr, 10);
+      out.append(Utf8Prefix(name, n));
+    } else {
+      out.append(tmpl, open, close - open + 1);
+    }
+    i = close + 1;
+  }
+  out.append(tmpl, i, std::string::npos);
+  return out;
+}
+
+}  // namespace tracefuse

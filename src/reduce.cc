@@ -1,0 +1,225 @@
+#include "tracefuse/reduce.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "tracefuse/strings.h"
+#include "oneapi/tbb/parallel_for.h"
+
+namespace tracefuse {
+
+TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier) {
+  profile_.classifier = std::move(classifier);
+}
+
+void TraceReducer::Consume(const ParsedChunk& chunk) {
+  TraceProfile& p = profile_;
+  p.events += chunk.events;
+  p.kernels_with_bad_times += chunk.kernels_with_bad_times;
+  p.evidence.Add(chunk.evidence);
+  for (const auto& [cat, count] : chunk.categories) {
+    auto it = std::find_if(p.event_categories.begin(), p.event_categories.end(),
+                           [&](const auto& e) { return e.first == cat; });
+    if (it == p.event_categories.end()) {
+      p.event_categories.emplace_back(cat, count);
+    } else {
+      it->second += count;
+    }
+  }
+
+  local_to_global_.resize(chunk.name_count());
+  for (size_t i = 0; i < chunk.name_count(); ++i) {
+    std::string_view name = chunk.name(i);
+    auto it = name_ids_.find(name);
+    if (it == name_ids_.end()) {
+      uint32_t id = static_cast<uint32_t>(p.names.size());
+      it = name_ids_.emplace(std::string(name), id).first;
+      p.names.emplace_back(name);
+      p.name_rule.push_back(chunk.name_rule[i]);
+      p.name_kernels.push_back(0);
+      p.name_time_ns.push_back(0);
+    }
+    local_to_global_[i] = it->second;
+  }
+
+  // Graph replays put long runs of kernels under one correlation id: remember the last one.
+  int64_t last_correlation = 0;
+  uint32_t last_group = kNoGroup;
+  p.kernels.reserve(p.kernels.size() + chunk.kernels.size());
+  for (const KernelEvent& k : chunk.kernels) {
+    uint32_t name = local_to_global_[k.name];
+    uint32_t group = kNoGroup;
+    if (k.flags & KernelEvent::kHasCorrelation) {
+      if (last_group != kNoGroup && k.correlation == last_correlation) {
+        group = last_group;
+      } else {
+        auto [it, inserted] =
+            group_ids_.try_emplace(k.correlation, static_cast<uint32_t>(p.group_size.size()));
+        if (inserted) {
+          p.group_correlation.push_back(k.correlation);
+          p.group_size.push_back(0);
+        }
+        group = it->second;
+        last_correlation = k.correlation;
+        last_group = group;
+      }
+      ++p.group_size[group];
+    }
+    p.name_kernels[name] += 1;
+    p.name_time_ns[name] += k.dur_ns;
+    p.kernels.push_back(KernelRecord{k.ts_ns, k.dur_ns, name, group});
+  }
+}
+
+TraceProfile TraceReducer::Finish(TraceMetadata metadata, Platform classified_with) {
+  TraceProfile& p = profile_;
+  p.metadata = std::move(metadata);
+  p.platform = DetectPlatform(p.metadata, p.evidence, p.names, &p.platform_evidence);
+  p.gpu = p.metadata.gpu_name.value_or("");
+  if (p.classifier->rule_set().platform_dependent() && p.platform != classified_with) {
+    tbb::parallel_for(size_t{0}, p.names.size(), [&](size_t i) {
+      p.name_rule[i] = p.classifier->Classify(p.names[i], p.platform);
+    });
+  }
+  std::stable_sort(p.event_categories.begin(), p.event_categories.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  name_ids_.clear();
+  group_ids_.clear();
+  return std::move(p);
+}
+
+std::vector<CategoryTotals> TraceProfile::PerCategory() const {
+  std::vector<CategoryTotals> totals(category_count());
+  for (size_t n = 0; n < names.size(); ++n) {
+    CategoryTotals& t = totals[category_of_name(static_cast<uint32_t>(n))];
+    t.kernels += name_kernels[n];
+    t.time_ns += name_time_ns[n];
+  }
+  return totals;
+}
+
+std::vector<uint32_t> TraceProfile::TsOrder() const {
+  std::vector<uint32_t> order(kernels.size());
+  std::iota(order.begin(), order.end(), 0u);
+  bool sorted = std::is_sorted(kernels.begin(), kernels.end(),
+                               [](const KernelRecord& a, const KernelRecord& b) { return a.ts_ns < b.ts_ns; });
+  if (!sorted) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return kernels[a].ts_ns < kernels[b].ts_ns; });
+  }
+  return order;
+}
+
+std::vector<uint16_t> TraceProfile::TypeSequence() const {
+  std::vector<uint32_t> order = TsOrder();
+  std::vector<uint16_t> types(order.size());
+  for (size_t i = 0; i < order.size(); ++i) types[i] = category_of(kernels[order[i]]);
+  return types;
+}
+
+std::vector<ChainStats> TraceProfile::Chains() const {
+  std::vector<ChainStats> chains(category_count());
+  std::vector<uint16_t> types = TypeSequence();
+  size_t i = 0;
+  while (i < types.size()) {
+    size_t j = i + 1;
+    while (j < types.size() && types[j] == types[i]) ++j;
+    ChainStats& c = chains[types[i]];
+    uint64_t run = j - i;
+    c.runs += 1;
+    c.kernels += run;
+    if (run > 1) {
+      c.multi_runs += 1;
+      c.multi_kernels += run;
+    }
+    i = j;
+  }
+  return chains;
+}
+
+GroupMembers TraceProfile::BuildGroupMembers() const {
+  GroupMembers g;
+  g.offsets.assign(group_size.size() + 1, 0);
+  for (size_t i = 0; i < group_size.size(); ++i) g.offsets[i + 1] = g.offsets[i] + group_size[i];
+  g.members.resize(g.offsets.back());
+  std::vector<uint32_t> fill(g.offsets.begin(), g.offsets.end() - 1);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (kernels[k].group != kNoGroup) g.members[fill[kernels[k].group]++] = static_cast<uint32_t>(k);
+  }
+  return g;
+}
+
+size_t TraceProfile::GroupsAtLeast(uint32_t size) const {
+  return static_cast<size_t>(std::count_if(group_size.begin(), group_size.end(),
+                                           [size](uint32_t s) { return s >= size; }));
+}
+
+namespace {
+
+constexpr std::string_view kAmdNameMarks[] = {"Cijk_", "ck::", "ck_tile", "rocprim::",
+                                              "wvSplitK", "__amd_rocclr", "_ZN2ck", "rccl"};
+constexpr std::string_view kNvidiaNameMarks[] = {"nvjet", "sm80_", "sm90_", "sm100_", "cutlass",
+                                                 "ampere_", "volta_", "turing_", "ncclDevKernel",
+                                                 "cudnn"};
+
+template <size_t N>
+bool ContainsAny(std::string_view s, const std::string_view (&marks)[N]) {
+  for (auto m : marks)
+    if (s.find(m) != std::string_view::npos) return true;
+  return false;
+}
+
+bool ContainsIgnoreCase(std::string_view haystack, std::string_view lower_needle) {
+  std::string lower(haystack);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find(lower_needle) != std::string::npos;
+}
+
+}  // namespace
+
+Platform DetectPlatform(const TraceMetadata& m, const EventEvidence& events,
+                        const std::vector<std::string>& kernel_names, std::string* evidence_out) {
+  auto decide = [&](Platform p, std::string why) {
+    *evidence_out = std::move(why);
+    return p;
+  };
+  // The reference's rule first, so that both agree wherever it decides.
+  if (m.roctracer_version_truthy) return decide(Platform::kAmd, "roctracer_version is set");
+  if (m.warp_size == 64) return decide(Platform::kAmd, "deviceProperties[0].warpSize is 64");
+  if (m.has_hip_runtime_version) return decide(Platform::kAmd, "hip_runtime_version is set");
+  if (m.has_cupti_version) return decide(Platform::kNvidia, "cupti_version is set");
+  if (m.has_cuda_runtime_version) return decide(Platform::kNvidia, "cuda_runtime_version is set");
+  if (m.gpu_name) {
+    const std::string& g = *m.gpu_name;
+    if (ContainsIgnoreCase(g, "amd") || ContainsIgnoreCase(g, "radeon") ||
+        ContainsIgnoreCase(g, "instinct")) {
+      return decide(Platform::kAmd, StrCat("GPU name '", g, "'"));
+    }
+    if (ContainsIgnoreCase(g, "nvidia") || ContainsIgnoreCase(g, "tesla") ||
+        ContainsIgnoreCase(g, "geforce") || ContainsIgnoreCase(g, "quadro")) {
+      return decide(Platform::kNvidia, StrCat("GPU name '", g, "'"));
+    }
+  }
+  if (events.kernels_with_kind > 0) {
+    return decide(Platform::kAmd, StrCat(events.kernels_with_kind,
+                                               " kernel events carry args.kind (roctracer)"));
+  }
+  if (events.hip_runtime_calls != events.cuda_runtime_calls) {
+    bool amd = events.hip_runtime_calls > events.cuda_runtime_calls;
+    return decide(amd ? Platform::kAmd : Platform::kNvidia,
+                  StrCat(events.hip_runtime_calls, " hip* vs ", events.cuda_runtime_calls,
+                               " cuda* runtime calls"));
+  }
+  size_t amd = 0, nvidia = 0;
+  for (const std::string& n : kernel_names) {
+    amd += ContainsAny(n, kAmdNameMarks);
+    nvidia += ContainsAny(n, kNvidiaNameMarks);
+  }
+  if (amd != nvidia) {
+    return decide(amd > nvidia ? Platform::kAmd : Platform::kNvidia,
+                  StrCat(amd, " AMD-library vs ", nvidia, " NVIDIA-library kernel names"));
+  }
+  return decide(Platform::kUnknown, "no platform marker found");
+}
+
+}  // namespace tracefuse

@@ -1,0 +1,469 @@
+// tracefuse-gen: writes a synthetic Kineto (PyTorch profiler) trace of an LLM decode workload,
+// AMD-like or NVIDIA-like, of a requested size, deterministically for a seed.
+//
+// Each step is one CUDA/HIP graph replay (every kernel of the replay shares the launch's
+// correlation id, layers x kernels-per-layer of them) followed by eager kernels with their own
+// correlation ids, surrounded by the events real traces are full of: python_function, cpu_op,
+// cuda_runtime launches, ac2g flow pairs, user_annotation, gpu_memcpy / gpu_memset and metadata.
+// The AMD variant runs a few operations unfused (a separate reduce after attention, a separate
+// residual add, more sort kernels), so `tracefuse compare` has something to find.
+//
+// Layouts: "lines" (one event per line, as PyTorch writes) and "compact" (the whole trace on one
+// line, as json.dump writes).
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <unistd.h>
+
+#include "CLI/CLI.hpp"
+#include "fmt/format.h"
+
+namespace {
+
+struct Options {
+  std::string platform = "amd";
+  std::string size = "64M";
+  std::string layout = "lines";
+  std::string output = "-";
+  uint64_t seed = 1;
+  int layers = 32;
+  int eager_per_step = 6;
+  int python_per_kernel = 1;
+  uint64_t steps = 0;  // 0: as many as the size allows
+};
+
+// splitmix64: small, fast and deterministic.
+struct Rng {
+  uint64_t s;
+  uint64_t Next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [lo, hi) nanoseconds.
+  int64_t Range(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(Next() % uint64_t(hi - lo)); }
+};
+
+struct KernelKind {
+  const char* name;
+  int64_t dur_ns;  // typical duration
+};
+
+const std::vector<KernelKind> kAmdLayer = {
+    {"triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", 4500},
+    {"Cijk_Ailk_Bljk_BBS_BH_MT128x128x64_MI16x16x1_SN_1LDSB1_ISA942", 21000},
+    {"void vllm::reshape_and_cache_flash_kernel<__hip_bfloat16, __hip_bfloat16, "
+     "(vllm::Fp8KVCacheDataType)0>(__hip_bfloat16 const*, __hip_bfloat16 const*, "
+     "__hip_bfloat16*, __hip_bfloat16*, long const*, int, int, int, int, int, int, float const*, "
+     "float const*)",
+     3000},
+    {"kernel_unified_attention_3d", 38000},
+    {"_fwd_kernel_reduce_segments", 2000},
+    {"Cijk_Ailk_Bljk_BBS_BH_MT64x64x64_MI16x16x1_SN_1LDSB1_ISA942", 12000},
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+     "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, "
+     "3ul>)",
+     1800},
+    {"triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_1", 4400},
+    {"Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x1_SN_1LDSB1_ISA942", 30000},
+    {"void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, true>"
+     "(c10::BFloat16*, c10::BFloat16 const*, int)",
+     3500},
+    {"Cijk_Ailk_Bljk_BBS_BH_MT128x64x64_MI16x16x1_SN_1LDSB1_ISA942", 16000},
+};
+
+const std::vector<KernelKind> kNvidiaLayer = {
+    {"triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", 3900},
+    {"nvjet_tst_128x64_64x6_2x1_v_bz_coopB_TNT", 17000},
+    {"void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, "
+     "(vllm::Fp8KVCacheDataType)0>(__nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, "
+     "__nv_bfloat16*, long const*, int, int, int, int, int, int, float const*, float const*)",
+     2600},
+    {"fmhaSm100fKernel_QkvE4m3OBfloat16HQk128HV128SeparateQkvCausalForGenPersistent", 30000},
+    {"nvjet_tst_64x64_64x8_1x1_v_bz_TNT", 9000},
+    {"triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_1", 4000},
+    {"nvjet_tst_256x128_64x4_2x1_v_bz_coopB_TNT", 24000},
+    {"void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, true>"
+     "(c10::BFloat16*, c10::BFloat16 const*, int)",
+     2900},
+    {"nvjet_tst_128x64_64x6_2x1_v_bz_TNT", 13000},
+};
+
+const std::vector<KernelKind> kAmdSampling = {
+    {"void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, float, "
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, c10::BFloat16 const*, int)",
+     6000},
+    {"void rocprim::detail::onesweep_histograms_kernel<rocprim::detail::wrapped_radix_sort_config<"
+     "rocprim::default_config, float, long>, false, float, unsigned long>(float const*, unsigned "
+     "long*, unsigned long, unsigned int, unsigned int)",
+     2500},
+    {"void rocprim::detail::onesweep_scan_histograms_kernel<rocprim::detail::wrapped_radix_sort_"
+     "config<rocprim::default_config, float, long>, unsigned long>(unsigned long*)",
+     1500},
+    {"void rocprim::detail::onesweep_iteration_kernel<rocprim::detail::wrapped_radix_sort_config<"
+     "rocprim::default_config, float, long>, false, float*, float*, long*, long*, unsigned long>"
+     "(float*, float*, long*, long*, unsigned long*, unsigned long*, unsigned long, unsigned int, "
+     "unsigned int, unsigned int)",
+     4200},
+    {"void rocprim::detail::onesweep_iteration_kernel<rocprim::detail::wrapped_radix_sort_config<"
+     "rocprim::default_config, float, long>, false, float*, float*, long*, long*, unsigned long>"
+     "(float*, float*, long*, long*, unsigned long*, unsigned long*, unsigned long, unsigned int, "
+     "unsigned int, unsigned int)",
+     4200},
+};
+
+const std::vector<KernelKind> kNvidiaSampling = {
+    {"void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, float, "
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, c10::BFloat16 const*, int)",
+     5000},
+    {"void cub::CUB_200200_1000_NS::DeviceRadixSortOnesweepKernel<cub::CUB_200200_1000_NS::"
+     "DeviceRadixSortPolicy<float, long, unsigned long>::Policy900, false, float, long, unsigned "
+     "long, int, int, cub::CUB_200200_1000_NS::detail::identity_decomposer_t>(int*, int*, unsigned "
+     "long*, unsigned long const*, float*, float const*, long*, long const*, int, int, int, "
+     "cub::CUB_200200_1000_NS::detail::identity_decomposer_t)",
+     7000},
+};
+
+const std::vector<KernelKind> kEager = {
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, "
+     "std::array<char*, 1ul> >(int, at::native::FillFunctor<int>, std::array<char*, 1ul>)",
+     1500},
+    {"void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned "
+     "int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, "
+     "at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, at::cuda::detail::"
+     "TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned int, long)",
+     3100},
+    {"void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::"
+     "direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::"
+     "{lambda()#7}::operator()() const::{lambda(float)#1}>(at::TensorIteratorBase&, at::native::"
+     "direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::"
+     "{lambda()#7}::operator()() const::{lambda(float)#1} const&)::{lambda(int)#1}>(int, "
+     "at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::"
+     "TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::"
+     "{lambda(float)#1}>(at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::"
+     "TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::"
+     "{lambda(float)#1} const&)::{lambda(int)#1})",
+     2200},
+};
+
+const char* kPythonFrames[] = {
+    "vllm/v1/worker/gpu_model_runner.py(1201): execute_model",
+    "vllm/model_executor/models/llama.py(377): forward",
+    "torch/nn/modules/module.py(1762): _call_impl",
+    "vllm/v1/sample/sampler.py(58): forward",
+    "<built-in method \"fill_\" of Tensor object at 0x7f3a2c1e5f30>",
+};
+
+uint64_t ParseSize(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  std::string unit(end);
+  double mult = 1;
+  if (unit == "K" || unit == "k" || unit == "KiB") mult = 1024.0;
+  if (unit == "M" || unit == "MiB") mult = 1024.0 * 1024;
+  if (unit == "G" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
+  if (unit == "KB") mult = 1e3;
+  if (unit == "MB") mult = 1e6;
+  if (unit == "GB") mult = 1e9;
+  return static_cast<uint64_t>(v * mult);
+}
+
+class Writer {
+ public:
+  Writer(FILE* f, bool lines) : f_(f), lines_(lines) { buf_.reserve(kFlush + (1 << 16)); }
+  ~Writer() { Flush(); }
+
+  void Raw(std::string_view s) { buf_.append(s); }
+  void Int(int64_t v) {
+    char tmp[24];
+    auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
+    buf_.append(tmp, r.ptr);
+  }
+  // Nanoseconds as decimal microseconds with three fractional digits.
+  void Micros(int64_t ns) {
+    Int(ns / 1000);
+    char frac[4] = {'.', char('0' + (ns / 100) % 10), char('0' + (ns / 10) % 10), char('0' + ns % 10)};
+    buf_.append(frac, 4);
+  }
+  void Str(std::string_view s) {
+    buf_.push_back('"');
+    for (char c : s) {
+      if (c == '"' || c == '\\') buf_.push_back('\\');
+      buf_.push_back(c);
+    }
+    buf_.push_back('"');
+  }
+  // Starts the next event of the traceEvents array.
+  void BeginEvent() {
+    if (!first_event_) buf_.append(",");
+    first_event_ = false;
+    if (lines_) buf_.append("\n  ");
+  }
+  void MaybeFlush() {
+    if (buf_.size() >= kFlush) Flush();
+  }
+  void Flush() {
+    if (!buf_.empty()) {
+      if (std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size()) ok_ = false;
+      written_ += buf_.size();
+      buf_.clear();
+    }
+  }
+  uint64_t bytes() const { return written_ + buf_.size(); }
+  bool ok() const { return ok_; }
+
+ private:
+  static constexpr size_t kFlush = 8u << 20;
+  FILE* f_;
+  bool lines_;
+  bool first_event_ = true;
+  bool ok_ = true;
+  std::string buf_;
+  uint64_t written_ = 0;
+};
+
+class TraceWriter {
+ public:
+  TraceWriter(Writer& w, const Options& o) : w_(w), o_(o), amd_(o.platform == "amd"), rng_{o.seed} {}
+
+  void Header() {
+    const char* nl = o_.layout == "lines" ? "\n" : "";
+    w_.Raw("{");
+    w_.Raw(nl);
+    w_.Raw("  \"schemaVersion\": 1,");
+    w_.Raw(nl);
+    if (amd_) {
+      w_.Raw("  \"deviceProperties\": [{\"id\": 0, \"name\": \"AMD Instinct MI300X\", "
+             "\"totalGlobalMem\": 205822885888, \"computeMajor\": 9, \"computeMinor\": 4, "
+             "\"warpSize\": 64, \"numSms\": 304, \"maxThreadsPerBlock\": 1024, "
+             "\"sharedMemPerBlock\": 65536}],");
+      w_.Raw(nl);
+      w_.Raw("  \"roctracer_version\": 4.1, \"hip_runtime_version\": 60342134,");
+    } else {
+      w_.Raw("  \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", "
+             "\"totalGlobalMem\": 84929347584, \"computeMajor\": 9, \"computeMinor\": 0, "
+             "\"warpSize\": 32, \"numSms\": 132, \"maxThreadsPerBlock\": 1024, "
+             "\"sharedMemPerBlock\": 49152}],");
+      w_.Raw(nl);
+      w_.Raw("  \"cupti_version\": 22, \"cuda_runtime_version\": 12040,");
+    }
+    w_.Raw(nl);
+    w_.Raw("  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 1},");
+    w_.Raw(nl);
+    w_.Raw("  \"traceEvents\": [");
+    Metadata("process_name", 0, "python3");
+    Metadata("thread_name", 1, "python3");
+    Metadata("process_name", 2, amd_ ? "AMD Instinct MI300X" : "NVIDIA H100 80GB HBM3");
+  }
+
+  void Footer() {
+    w_.Raw(o_.layout == "lines" ? "\n  ],\n" : "], ");
+    w_.Raw("  \"traceName\": \"tracefuse-gen\", \"displayTimeUnit\": \"ms\", "
+           "\"baseTimeNanoseconds\": 1751410836000000000");
+    w_.Raw(o_.layout == "lines" ? "\n}\n" : "}");
+  }
+
+  // One decode step: a graph replay, then eager sampling kernels.
+  void Step() {
+    const std::vector<KernelKind>& layer = amd_ ? kAmdLayer : kNvidiaLayer;
+    const std::vector<KernelKind>& sampling = amd_ ? kAmdSampling : kNvidiaSampling;
+    int64_t step_start = cpu_ts_;
+    Annotation(fmt::format("execute_context_1({})_generation_1({})", 1 + step_ % 7, step_),
+               step_start);
+    Python(kPythonFrames[0], 40000);
+    // Graph replay: one launch, one correlation id, every layer's kernels.
+    uint64_t corr = next_corr_++;
+    uint64_t ext = next_ext_++;
+    CpuOp("vllm::unified_attention_with_output", ext, 12000);
+    Launch(amd_ ? "hipGraphLaunch" : "cudaGraphLaunch", corr, ext);
+    gpu_ts_ = std::max(gpu_ts_, cpu_ts_ + 5000);
+    for (int l = 0; l < o_.layers; ++l) {
+      for (const KernelKind& k : layer) Kernel(k, corr, ext);
+      w_.MaybeFlush();
+    }
+    // Eager sampling and bookkeeping kernels, one launch each.
+    for (const KernelKind& k : sampling) EagerKernel(k);
+    for (int e = 0; e < o_.eager_per_step; ++e) EagerKernel(kEager[e % kEager.size()]);
+    Memcpy();
+    ++step_;
+    cpu_ts_ = std::max(cpu_ts_, gpu_ts_) + 20000;
+  }
+
+ private:
+  void Metadata(const char* what, int pid, const char* value) {
+    w_.BeginEvent();
+    w_.Raw("{\"name\": ");
+    w_.Str(what);
+    w_.Raw(", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
+    w_.Int(pid);
+    w_.Raw(", \"tid\": 0, \"args\": {\"name\": ");
+    w_.Str(value);
+    w_.Raw("}}");
+  }
+  void Complete(const char* cat, std::string_view name, int64_t ts, int64_t dur, int pid, int tid) {
+    w_.BeginEvent();
+    w_.Raw("{\"ph\": \"X\", \"cat\": \"");
+    w_.Raw(cat);
+    w_.Raw("\", \"name\": ");
+    w_.Str(name);
+    w_.Raw(", \"pid\": ");
+    w_.Int(pid);
+    w_.Raw(", \"tid\": ");
+    w_.Int(tid);
+    w_.Raw(", \"ts\": ");
+    w_.Micros(ts);
+    w_.Raw(", \"dur\": ");
+    w_.Micros(dur);
+  }
+  void Annotation(const std::string& name, int64_t ts) {
+    Complete("user_annotation", name, ts, 900000, 1234, 1234);
+    w_.Raw(", \"args\": {\"External id\": ");
+    w_.Int(static_cast<int64_t>(next_ext_++));
+    w_.Raw("}}");
+  }
+  void Python(const char* frame, int64_t dur) {
+    Complete("python_function", frame, cpu_ts_, dur, 1234, 1234);
+    w_.Raw(", \"args\": {\"Python parent id\": ");
+    w_.Int(static_cast<int64_t>(python_id_));
+    w_.Raw(", \"Python id\": ");
+    w_.Int(static_cast<int64_t>(++python_id_));
+    w_.Raw(", \"Python thread\": 0}}");
+    cpu_ts_ += 1000;
+  }
+  void CpuOp(std::string_view name, uint64_t ext, int64_t dur) {
+    Complete("cpu_op", name, cpu_ts_, dur, 1234, 1234);
+    w_.Raw(", \"args\": {\"External id\": ");
+    w_.Int(static_cast<int64_t>(ext));
+    w_.Raw(", \"Record function id\": 0, \"Ev Idx\": ");
+    w_.Int(static_cast<int64_t>(ext));
+    w_.Raw("}}");
+    cpu_ts_ += 1000;
+  }
+  void Launch(const char* name, uint64_t corr, uint64_t ext) {
+    Complete("cuda_runtime", name, cpu_ts_, 4500, 1234, 1234);
+    w_.Raw(", \"args\": {\"External id\": ");
+    w_.Int(static_cast<int64_t>(ext));
+    w_.Raw(", \"cbid\": 211, \"correlation\": ");
+    w_.Int(static_cast<int64_t>(corr));
+    w_.Raw("}}");
+    Flow("s", corr, cpu_ts_, 1234, 1234);
+    pending_flow_ = corr;
+    cpu_ts_ += 5000;
+  }
+  void Flow(const char* ph, uint64_t id, int64_t ts, int pid, int tid) {
+    w_.BeginEvent();
+    w_.Raw("{\"ph\": \"");
+    w_.Raw(ph);
+    w_.Raw("\", \"id\": ");
+    w_.Int(static_cast<int64_t>(id));
+    w_.Raw(", \"pid\": ");
+    w_.Int(pid);
+    w_.Raw(", \"tid\": ");
+    w_.Int(tid);
+    w_.Raw(", \"ts\": ");
+    w_.Micros(ts);
+    w_.Raw(", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
+    if (ph[0] == 'f') w_.Raw(", \"bp\": \"e\"");
+    w_.Raw("}");
+  }
+  void Kernel(const KernelKind& k, uint64_t corr, uint64_t ext) {
+    int64_t dur = k.dur_ns + rng_.Range(0, k.dur_ns / 8 + 1);
+    Complete("kernel", k.name, gpu_ts_, dur, 0, 7);
+    w_.Raw(", \"args\": {\"External id\": ");
+    w_.Int(static_cast<int64_t>(ext));
+    w_.Raw(", \"device\": 0, \"stream\": 7, \"correlation\": ");
+    w_.Int(static_cast<int64_t>(corr));
+    if (amd_) w_.Raw(", \"kind\": \"Dispatch Kernel\"");
+    w_.Raw(", \"grid\": [1024, 1, 1], \"block\": [256, 1, 1]}}");
+    if (pending_flow_ == corr) {
+      Flow("f", corr, gpu_ts_, 0, 7);
+      pending_flow_ = 0;
+    }
+    gpu_ts_ += dur + 1000;
+  }
+  void EagerKernel(const KernelKind& k) {
+    for (int i = 0; i < o_.python_per_kernel; ++i) Python(kPythonFrames[1 + (i + step_) % 4], 9000);
+    uint64_t corr = next_corr_++;
+    uint64_t ext = next_ext_++;
+    CpuOp("aten::fill_", ext, 8250);
+    Launch(amd_ ? "hipLaunchKernel" : "cudaLaunchKernel", corr, ext);
+    gpu_ts_ = std::max(gpu_ts_, cpu_ts_);
+    Kernel(k, corr, ext);
+  }
+  void Memcpy() {
+    uint64_t corr = next_corr_++;
+    Complete("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", gpu_ts_, 2100, 0, 7);
+    w_.Raw(", \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": ");
+    w_.Int(static_cast<int64_t>(corr));
+    w_.Raw(", \"bytes\": 4096, \"memory bandwidth (GB/s)\": 1.95}}");
+    gpu_ts_ += 3100;
+  }
+
+  Writer& w_;
+  const Options& o_;
+  bool amd_;
+  Rng rng_;
+  int64_t cpu_ts_ = 1751410836000000000 / 1000 * 1000 - 1751410000000000000 + 5000000000;
+  int64_t gpu_ts_ = 0;
+  uint64_t next_corr_ = 1000;
+  uint64_t next_ext_ = 1;
+  uint64_t python_id_ = 0;
+  uint64_t pending_flow_ = 0;
+  uint64_t step_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"tracefuse-gen: write a synthetic Kineto trace of an LLM decode workload"};
+  app.add_option("--platform", o.platform, "amd or nvidia")
+      ->check(CLI::IsMember({"amd", "nvidia"}))
+      ->capture_default_str();
+  app.add_option("--size", o.size, "approximate size (e.g. 64M, 1G, 5GiB)")->capture_default_str();
+  app.add_option("--steps", o.steps, "decode steps (overrides --size when set)");
+  app.add_option("--layers", o.layers, "layers per graph replay")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--eager-per-step", o.eager_per_step, "eager kernels per step")->capture_default_str();
+  app.add_option("--python-per-kernel", o.python_per_kernel, "python_function events per eager kernel")
+      ->capture_default_str();
+  app.add_option("--layout", o.layout, "lines: one event per line; compact: one line")
+      ->check(CLI::IsMember({"lines", "compact"}))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "random seed")->capture_default_str();
+  app.add_option("-o,--output", o.output, "output file (written atomically; - for stdout)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  std::string tmp = o.output == "-" ? "" : fmt::format("{}.tmp.{}", o.output, getpid());
+  FILE* f = o.output == "-" ? stdout : std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) {
+    std::fprintf(stderr, "tracefuse-gen: error: %s: %s\n", o.output.c_str(), std::strerror(errno));
+    return 3;
+  }
+  const uint64_t target = ParseSize(o.size);
+  bool ok;
+  {
+    Writer w(f, o.layout == "lines");
+    TraceWriter t(w, o);
+    t.Header();
+    for (uint64_t s = 0; o.steps ? s < o.steps : w.bytes() < target; ++s) t.Step();
+    t.Footer();
+    w.Flush();
+    ok = w.ok();
+  }
+  if (o.output != "-") {
+    ok = (std::fclose(f) == 0) && ok;
+    if (!ok || std::rename(tmp.c_str(), o.output.c_str()) != 0) {
+      std::fprintf(stderr, "tracefuse-gen: error: %s: %s\n", o.output.c_str(), std::strerror(errno));
+      std::remove(tmp.c_str());
+      return 3;
+    }
+  }
+  return ok ? 0 : 3;
+}
