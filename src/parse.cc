@@ -23,6 +23,12 @@ bool IsRuntimeCategory(std::string_view cat) { return cat == "cuda_runtime" || c
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+bool IsNonNumericJsonValue(std::string_view raw) {
+  raw = TrimRight(raw);
+  return raw == "null" || raw == "true" || raw == "false" ||
+         (!raw.empty() && (raw[0] == '"' || raw[0] == '[' || raw[0] == '{'));
+}
+
 // Reads an integer-valued JSON number (some writers emit floats for ids).
 bool ReadInteger(od::value v, int64_t* out) {
   int64_t i;
@@ -230,7 +236,19 @@ absl::Status ChunkParser::Parse(const EventChunk& chunk, const std::string& disp
     if (IsKernelCategory(cat)) {
       std::optional<int64_t> ts = MicrosToNanos(ts_raw);
       std::optional<int64_t> dur = MicrosToNanos(dur_raw);
-      if (!ts || !dur) ++out->kernels_with_bad_times;
+      if (!ts || !dur) {
+        // On-Demand hands out raw tokens unvalidated: tell a malformed number from a value of
+        // another type (a string, null), which is counted, not fatal.
+        for (std::string_view raw : {ts_raw, dur_raw}) {
+          if (!raw.empty() && !MicrosToNanos(raw) && !IsNonNumericJsonValue(raw)) {
+            return absl::InvalidArgumentError(
+                StrCat(display_name, ": malformed JSON at byte ",
+                       chunk.begin + static_cast<uint64_t>(raw.data() - buf - 1), ": invalid number '",
+                       TrimRight(raw.substr(0, 32)), "'"));
+          }
+        }
+        ++out->kernels_with_bad_times;
+      }
       k.ts_ns = ts.value_or(0);
       k.dur_ns = dur.value_or(0);
       if (!have_name) name = {};

@@ -48,14 +48,13 @@ struct Work {
   ParsedChunk parsed;
 };
 
-// Pre-allocated Work items, recycled: a ParsedChunk keeps its vectors' capacity between uses.
+// Work items, recycled: a ParsedChunk keeps its vectors' capacity between uses. The limiter
+// bounds how many are live (the source node may hold one more while the limiter is full).
 class WorkPool {
  public:
-  explicit WorkPool(size_t n) : items_(n) {
-    for (auto& w : items_) free_.push_back(&w);
-  }
   Work* Acquire() {
     std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return &items_.emplace_back();
     Work* w = free_.back();
     free_.pop_back();
     return w;
@@ -66,7 +65,7 @@ class WorkPool {
   }
 
  private:
-  std::vector<Work> items_;
+  std::deque<Work> items_;  // stable addresses
   std::vector<Work*> free_;
   std::mutex mu_;
 };
@@ -118,7 +117,7 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
   bool platform_checked = false;
 
   const size_t in_flight = 2 * threads + 2;
-  WorkPool pool(in_flight);
+  WorkPool pool;
   std::deque<EventChunk> pending;
   std::vector<EventChunk> produced;
   absl::Status source_error, reduce_error;

@@ -309,13 +309,16 @@ absl::Status EventSplitter::Feed(const Block& block, std::vector<EventChunk>* ou
   // bytes are known whitespace (or a BOM) and hold no bracket, quote or backslash.
   for (size_t step = 0; step < n && !finished_; step += 64) {
     const char* p = base + step;
-    if (n - step < 64) {
+    const size_t len = std::min<size_t>(64, n - step);
+    if (len < 64) {
       std::memset(tail, ' ', sizeof(tail));
       std::memcpy(tail, p, n - step);
       p = tail;
     }
     ByteMasks m = Classify64(p);
     uint64_t escaped = EscapedChars(m.backslash, &next_is_escaped_);
+    // In a padded tail the carry belongs to the first padding byte, not to byte 63.
+    if (len < 64) next_is_escaped_ = (escaped >> len) & 1;
     uint64_t quotes = m.quote & ~escaped;
     uint64_t in_string = PrefixXor(quotes) ^ prev_in_string_;
     prev_in_string_ = static_cast<uint64_t>(static_cast<int64_t>(in_string) >> 63);

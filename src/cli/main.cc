@@ -201,8 +201,9 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "tracefuse: error: %s\n", e.what());
-    std::fprintf(stderr, "Run 'tracefuse --help' for usage.\n");
+    std::string command = "tracefuse";
+    for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+    std::fprintf(stderr, "tracefuse: error: %s (run '%s --help')\n", e.what(), command.c_str());
     return kExitUsage;
   }
   if (stats_cmd->parsed()) return RunStats(stats);

@@ -1,0 +1,162 @@
+#include "tracefuse/classify.h"
+
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "simdjson.h"
+#include "test_util.h"
+
+namespace tracefuse {
+namespace {
+
+std::shared_ptr<const Classifier> Make(const std::string& ruleset) {
+  auto rules = RuleSet::Load(ruleset);
+  EXPECT_TRUE(rules.ok()) << rules.status();
+  auto c = Classifier::Create(*rules);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+std::shared_ptr<const Classifier> FromText(const std::string& yaml) {
+  auto rules = RuleSet::FromYaml(yaml, "test.yaml");
+  EXPECT_TRUE(rules.ok()) << rules.status();
+  auto c = Classifier::Create(*rules);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+std::string CategoryOf(const Classifier& c, std::string_view name, Platform p = Platform::kUnknown) {
+  return c.category_name(c.category_of(c.Classify(name, p)));
+}
+
+// Every row of the reference's classifier outputs: classify_kernel, and classify(name, platform)
+// for AMD and NVIDIA with their pattern labels.
+TEST(WaferRuleSets, MatchEveryGoldenName) {
+  TRACEFUSE_REQUIRE_SHARED();
+  auto kernel = Make("wafer-kernel");
+  auto op = Make("wafer-op");
+  std::ifstream in(testing::SharedDir() + "/golden/classify/kernel_names.jsonl");
+  simdjson::dom::parser parser;
+  std::string line;
+  size_t rows = 0;
+  while (std::getline(in, line)) {
+    simdjson::dom::element row = parser.parse(simdjson::padded_string(line)).value();
+    std::string name(std::string_view(row["name"].get_string().value()));
+    EXPECT_EQ(CategoryOf(*kernel, name),
+              std::string_view(row["classify_kernel"].get_string().value()))
+        << name;
+    for (auto [key, platform] : {std::pair{"op_amd", Platform::kAmd},
+                                 std::pair{"op_nvidia", Platform::kNvidia}}) {
+      RuleId id = op->Classify(name, platform);
+      simdjson::dom::array expected = row[key].get_array().value();
+      EXPECT_EQ(op->category_name(op->category_of(id)),
+                std::string_view(expected.at(0).get_string().value()))
+          << key << " " << name;
+      EXPECT_EQ(op->Pattern(id, name), std::string_view(expected.at(1).get_string().value()))
+          << key << " " << name;
+    }
+    ++rows;
+  }
+  EXPECT_GT(rows, 400u);
+}
+
+TEST(WaferRuleSets, DocumentedQuirksOfTheReference) {
+  auto kernel = Make("wafer-kernel");
+  EXPECT_EQ(CategoryOf(*kernel, "void vllm::rms_norm_kernel<c10::BFloat16>"), "Other");
+  EXPECT_EQ(CategoryOf(*kernel, "flash_fwd_splitkv_kernel"), "Other");
+  EXPECT_EQ(CategoryOf(*kernel, "topkGatingSoftmax"), "Softmax");
+  EXPECT_EQ(CategoryOf(*kernel, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), "Other");
+  auto op = Make("wafer-op");
+  // Prefix rules are case-sensitive: a lower-case cijk_ is not Tensile.
+  EXPECT_EQ(CategoryOf(*op, "cijk_lowercase", Platform::kAmd), "Other");
+  EXPECT_EQ(CategoryOf(*op, "Cijk_Alik", Platform::kAmd), "Dense GEMM");
+  EXPECT_EQ(op->Pattern(op->Classify("x" + std::string(60, 'y'), Platform::kAmd), "x" + std::string(60, 'y')),
+            "x" + std::string(39, 'y'));
+}
+
+TEST(RuleFiles, FirstMatchingRuleWinsAndPredicatesCombine) {
+  auto c = FromText(R"(
+name: t
+categories: [A, B, C, D]
+rules:
+  - category: A
+    all: [foo, {not: bar}]
+  - category: B
+    any: [bar, {regex: "ba[zq]+x"}]
+  - category: C
+    prefix: Up
+    case: sensitive
+  - category: D
+    contains: up
+)");
+  EXPECT_EQ(CategoryOf(*c, "xFOOx"), "A");      // caseless by default
+  EXPECT_EQ(CategoryOf(*c, "foo_bar"), "B");    // A's `not` fails, B matches
+  EXPECT_EQ(CategoryOf(*c, "BAZQQX"), "B");
+  EXPECT_EQ(CategoryOf(*c, "Upper"), "C");
+  EXPECT_EQ(CategoryOf(*c, "upper"), "D");      // prefix is case-sensitive here
+  EXPECT_EQ(CategoryOf(*c, "xUp"), "D");        // prefix is anchored
+  EXPECT_EQ(CategoryOf(*c, "nothing"), "Other");
+  EXPECT_EQ(CategoryOf(*c, ""), "Other");
+}
+
+TEST(RuleFiles, ExtendingABuiltinSetTakesPrecedence) {
+  auto c = FromText(R"(
+extends: wafer-kernel
+categories: [Communication]
+rules:
+  - category: Communication
+    any: [nccl, rccl]
+  - category: RMSNorm
+    contains: rms_norm
+)");
+  EXPECT_EQ(CategoryOf(*c, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"), "Communication");
+  EXPECT_EQ(CategoryOf(*c, "void vllm::rms_norm_kernel<c10::BFloat16>"), "RMSNorm");
+  EXPECT_EQ(CategoryOf(*c, "Cijk_Alik_Bljk"), "GEMM");  // base rules still apply
+  EXPECT_EQ(c->rule_set().categories().front(), "GEMM");
+}
+
+TEST(RuleFiles, PlatformPredicate) {
+  auto c = FromText(R"(
+rules:
+  - {category: AmdSort, all: [{platform: amd}, sort]}
+  - {category: Sort, contains: sort}
+)");
+  EXPECT_TRUE(c->rule_set().platform_dependent());
+  EXPECT_EQ(CategoryOf(*c, "radix_sort", Platform::kAmd), "AmdSort");
+  EXPECT_EQ(CategoryOf(*c, "radix_sort", Platform::kNvidia), "Sort");
+  EXPECT_EQ(CategoryOf(*c, "radix_sort", Platform::kUnknown), "Sort");
+}
+
+struct BadFile {
+  const char* yaml;
+  const char* message;
+};
+class RuleFileErrors : public ::testing::TestWithParam<BadFile> {};
+
+TEST_P(RuleFileErrors, ExactMessageWithLine) {
+  auto r = RuleSet::FromYaml(GetParam().yaml, "my.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Messages, RuleFileErrors,
+    ::testing::Values(
+        BadFile{"rules:\n  - category: A\n    regex: \"(unclosed\"\n",
+                "my.yaml:3: bad regex '(unclosed': Missing close parenthesis for group started at "
+                "index 0."},
+        BadFile{"extends: nope\n",
+                "my.yaml:1: unknown rule set 'nope' (built-in sets: wafer-kernel, wafer-op)"},
+        BadFile{"categories: [A, B, A]\n", "my.yaml:1: duplicate category 'A'"},
+        BadFile{"extends: wafer-kernel\ncategories: [GEMM]\n",
+                "my.yaml:2: category 'GEMM' is already defined by 'wafer-kernel'"},
+        BadFile{"rules:\n  - contains: x\n", "my.yaml:2: rule without 'category'"},
+        BadFile{"rules:\n  - category: A\n", "my.yaml:2: rule without a predicate"},
+        BadFile{"rules:\n  - category: A\n    contians: x\n    any: [y]\n",
+                "my.yaml:3: unknown key 'contians'"},
+        BadFile{"rules:\n  - category: A\n    contains: \"\"\n", "my.yaml:3: empty 'contains' string"},
+        BadFile{"rulez: []\n", "my.yaml:1: unknown key 'rulez'"},
+        BadFile{"rules: [\n", "my.yaml:2: end of sequence flow not found"}));
+
+}  // namespace
+}  // namespace tracefuse

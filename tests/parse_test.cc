@@ -1,0 +1,121 @@
+#include "tracefuse/parse.h"
+
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+
+namespace tracefuse {
+namespace {
+
+TEST(MicrosToNanos, ExactForThreeFractionalDigits) {
+  EXPECT_EQ(MicrosToNanos("1751410836123.456"), 1751410836123456LL);
+  EXPECT_EQ(MicrosToNanos("2204338330237.582 "), 2204338330237582LL);
+  EXPECT_EQ(MicrosToNanos("12"), 12000);
+  EXPECT_EQ(MicrosToNanos("0.1"), 100);
+  EXPECT_EQ(MicrosToNanos("3.08"), 3080);
+  EXPECT_EQ(MicrosToNanos("-3.5"), -3500);
+  EXPECT_EQ(MicrosToNanos("0"), 0);
+}
+
+TEST(MicrosToNanos, RoundsExtraDigitsAndAcceptsExponents) {
+  EXPECT_EQ(MicrosToNanos("1.0004"), 1000);
+  EXPECT_EQ(MicrosToNanos("1.0005"), 1001);
+  EXPECT_EQ(MicrosToNanos("1.23456789"), 1235);
+  EXPECT_EQ(MicrosToNanos("1.5e3"), 1500000);
+  EXPECT_EQ(MicrosToNanos("2E-3"), 2);
+}
+
+TEST(MicrosToNanos, RejectsNonNumbers) {
+  EXPECT_EQ(MicrosToNanos(""), std::nullopt);
+  EXPECT_EQ(MicrosToNanos("\"12\""), std::nullopt);
+  EXPECT_EQ(MicrosToNanos("null"), std::nullopt);
+  EXPECT_EQ(MicrosToNanos("1."), std::nullopt);
+  EXPECT_EQ(MicrosToNanos("99999999999999999999"), std::nullopt);
+}
+
+// A chunk over one in-memory string.
+EventChunk ChunkOf(const std::string& text, uint64_t at = 0) {
+  auto owner = std::make_shared<std::string>(text);
+  EventChunk c;
+  c.begin = at;
+  c.end = at + text.size();
+  c.pieces.push_back(Block{owner->data(), owner->size(), at, owner});
+  return c;
+}
+
+TEST(ChunkParser, ExtractsKernelFieldsInAnyKeyOrder) {
+  ChunkParser parser(64);
+  ParsedChunk out;
+  std::string events =
+      R"({"args": {"External id": 7, "correlation": 42, "stream": 3, "device": 1, "kind": "Dispatch Kernel"}, )"
+      R"("dur": 2.5, "ts": 10.125, "name": "k\"1", "cat": "kernel", "ph": "X"},)"
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "args": {"correlation": 9}},)"
+      R"({"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "ts": 1, "dur": 2},)"
+      R"({"ph": "X", "cat": "kernel", "name": "k\"1", "ts": 11, "dur": 1, "args": null},)"
+      R"({"ph": "X", "cat": "Kernel", "name": "old", "ts": "bad", "args": {"correlation": 5.0}},)"
+      R"({"name": "process_name", "ph": "M"})";
+  ASSERT_TRUE(parser.Parse(ChunkOf(events), "t", &out).ok());
+  EXPECT_EQ(out.events, 6u);
+  ASSERT_EQ(out.kernels.size(), 3u);
+  ASSERT_EQ(out.name_count(), 2u);  // names are de-duplicated per chunk
+  EXPECT_EQ(out.name(0), "k\"1");
+  EXPECT_EQ(out.name(1), "old");
+  const KernelEvent& k = out.kernels[0];
+  EXPECT_EQ(k.ts_ns, 10125);
+  EXPECT_EQ(k.dur_ns, 2500);
+  EXPECT_EQ(k.correlation, 42);
+  EXPECT_EQ(k.external_id, 7);
+  EXPECT_EQ(k.stream, 3);
+  EXPECT_EQ(k.device, 1);
+  EXPECT_EQ(k.flags, KernelEvent::kHasCorrelation | KernelEvent::kHasExternalId | KernelEvent::kHasKind);
+  EXPECT_EQ(out.kernels[1].name, 0u);
+  EXPECT_EQ(out.kernels[1].flags, 0);  // args: null
+  EXPECT_EQ(out.kernels[2].correlation, 5);
+  EXPECT_EQ(out.kernels_with_bad_times, 1u);
+  EXPECT_EQ(out.evidence.kernels_with_kind, 1u);
+  EXPECT_EQ(out.evidence.hip_runtime_calls, 1u);
+  std::vector<std::pair<std::string, uint64_t>> cats = {
+      {"kernel", 2}, {"cpu_op", 1}, {"cuda_runtime", 1}, {"Kernel", 1}, {"", 1}};
+  EXPECT_EQ(out.categories, cats);
+}
+
+TEST(ChunkParser, ReportsInputOffsetOfMalformedEvent) {
+  ChunkParser parser(64);
+  ParsedChunk out;
+  // On-Demand validates what it reads: a structural error in any event, or a bad value of a
+  // field tracefuse uses.
+  absl::Status s = parser.Parse(ChunkOf(R"({"a": 1}, {"b": 1 "c": 2})", 1000), "f.json", &out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(std::string(s.message()), "f.json: malformed JSON at byte 10"))
+      << s.message();
+}
+
+TEST(ChunkParser, GrowsForEventsLargerThanItsBuffer) {
+  ChunkParser parser(16);
+  ParsedChunk out;
+  std::string name(100000, 'x');
+  ASSERT_TRUE(parser.Parse(ChunkOf(R"({"cat": "kernel", "name": ")" + name + R"("})"), "t", &out).ok());
+  EXPECT_EQ(out.name(0), name);
+}
+
+TEST(TraceMetadata, ReadsWhatPlatformDetectionNeeds) {
+  auto m = ParseTraceMetadata(
+      R"({"schemaVersion": 1, "deviceProperties": [{"name": "AMD Instinct MI300X", "warpSize": 64}],)"
+      R"( "roctracer_version": "", "cupti_version": 22, "traceEvents": [], "baseTimeNanoseconds": 17})",
+      "t");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->keys, (std::vector<std::string>{"schemaVersion", "deviceProperties",
+                                               "roctracer_version", "cupti_version", "traceEvents",
+                                               "baseTimeNanoseconds"}));
+  EXPECT_EQ(m->gpu_name, "AMD Instinct MI300X");
+  EXPECT_EQ(m->warp_size, 64);
+  EXPECT_TRUE(m->has_roctracer_version);
+  EXPECT_FALSE(m->roctracer_version_truthy);  // "" is falsy in Python
+  EXPECT_TRUE(m->has_cupti_version);
+  EXPECT_EQ(m->base_time_ns, 17);
+}
+
+}  // namespace
+}  // namespace tracefuse

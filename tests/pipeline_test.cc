@@ -1,0 +1,188 @@
+#include "tracefuse/pipeline.h"
+
+#include <map>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "simdjson.h"
+#include "test_util.h"
+
+namespace tracefuse {
+namespace {
+
+std::shared_ptr<const Classifier> WaferKernel() {
+  return *Classifier::Create(*RuleSet::Load("wafer-kernel"));
+}
+
+absl::StatusOr<TraceProfile> Profile(const std::string& path, PipelineOptions o = {}) {
+  auto r = ProfileTraces({path}, WaferKernel(), o);
+  if (!r.ok()) return r.status();
+  return std::move(r->front());
+}
+
+// Kernel counts and large-group counts of every golden input equal the reference's metadata.
+TEST(Pipeline, GoldenInputsGiveTheReferenceKernelCounts) {
+  TRACEFUSE_REQUIRE_SHARED();
+  auto cases = testing::FilesIn(testing::SharedDir() + "/golden/fusion", "");
+  ASSERT_FALSE(cases.empty());
+  simdjson::dom::parser parser;
+  for (const std::string& dir : cases) {
+    simdjson::dom::element expected = parser.load(dir + "/expected.json").value();
+    auto profiles = ProfileTraces({dir + "/trace1.json.gz", dir + "/trace2.json.gz"}, WaferKernel(), {});
+    ASSERT_TRUE(profiles.ok()) << profiles.status();
+    for (int t = 0; t < 2; ++t) {
+      const TraceProfile& p = (*profiles)[t];
+      std::string prefix = "trace" + std::to_string(t + 1);
+      EXPECT_EQ(p.kernels.size(),
+                uint64_t(expected["metadata"][prefix + "_total_kernels"].get_int64().value()))
+          << dir;
+      EXPECT_EQ(p.GroupsAtLeast(50),
+                uint64_t(expected["metadata"][prefix + "_correlation_groups"].get_int64().value()))
+          << dir;
+    }
+  }
+}
+
+TEST(Pipeline, PlatformOfEveryRealTrace) {
+  TRACEFUSE_REQUIRE_SHARED();
+  const std::map<std::string, Platform> expected = {
+      {"hta_mi250_minitoy_rocm62.json.gz", Platform::kAmd},
+      {"hta_nccl_data.json.gz", Platform::kNvidia},
+      {"hta_trace_diff_control.json.gz", Platform::kNvidia},
+      {"kineto_tbp_resnet50_nw0.pt.trace.json.gz", Platform::kNvidia},
+      {"tl_b200_eager.json.gz", Platform::kNvidia},
+      {"tl_h100_bert_small.json.gz", Platform::kNvidia},
+      {"tl_h100_falconsai_nsfw.json.gz", Platform::kNvidia},
+      {"tl_h100_timesformer.json.gz", Platform::kNvidia},
+      {"tl_mi300_bert_small.json.gz", Platform::kAmd},
+      {"tl_mi300_ddp_resnet18.json.gz", Platform::kAmd},
+      {"tl_mi300_falconsai_nsfw.json.gz", Platform::kAmd},
+      {"tl_mi300_timesformer.json.gz", Platform::kAmd},
+      {"tl_sglang_qwen3_8b_decode.json.gz", Platform::kAmd},
+      {"tl_torch_compile_triton.json.gz", Platform::kAmd},
+  };
+  auto files = testing::FilesIn(testing::SharedDir() + "/traces/real", ".json.gz");
+  size_t checked = 0;
+  for (const std::string& path : files) {
+    std::string base = path.substr(path.rfind('/') + 1);
+    if (base == "tl_rocprof_908_results.json.gz") continue;
+    auto p = Profile(path);
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_TRUE(expected.count(base)) << "no expectation for " << base;
+    EXPECT_EQ(p->platform, expected.at(base)) << base << ": " << p->platform_evidence;
+    EXPECT_GT(p->kernels.size(), 0u) << base;
+    EXPECT_EQ(p->kernels_with_bad_times, 0u) << base;
+    ++checked;
+  }
+  EXPECT_EQ(checked, expected.size());
+}
+
+TEST(Pipeline, RocprofFileIsRejectedAsNotKineto) {
+  TRACEFUSE_REQUIRE_SHARED();
+  std::string path = testing::SharedDir() + "/traces/real/tl_rocprof_908_results.json.gz";
+  auto p = Profile(path);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.status().message(),
+            path + ": not a Kineto trace: no traceEvents array (top-level keys: rocprofiler-sdk-tool)");
+}
+
+std::string Generate(const testing::TempDir& dir, const std::string& name, const std::string& args) {
+  std::string path = dir.path() + "/" + name;
+  auto r = testing::RunCommand(std::string(TRACEFUSE_GEN) + " " + args + " -o " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return path;
+}
+
+void ExpectSameProfile(const TraceProfile& a, const TraceProfile& b) {
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_EQ(a.names, b.names);
+  EXPECT_EQ(a.name_rule, b.name_rule);
+  EXPECT_EQ(a.name_kernels, b.name_kernels);
+  EXPECT_EQ(a.group_correlation, b.group_correlation);
+  EXPECT_EQ(a.group_size, b.group_size);
+  ASSERT_EQ(a.kernels.size(), b.kernels.size());
+  for (size_t i = 0; i < a.kernels.size(); ++i) {
+    ASSERT_EQ(a.kernels[i].ts_ns, b.kernels[i].ts_ns) << i;
+    ASSERT_EQ(a.kernels[i].dur_ns, b.kernels[i].dur_ns) << i;
+    ASSERT_EQ(a.kernels[i].name, b.kernels[i].name) << i;
+    ASSERT_EQ(a.kernels[i].group, b.kernels[i].group) << i;
+  }
+  EXPECT_EQ(a.event_categories, b.event_categories);
+  EXPECT_EQ(a.platform, b.platform);
+}
+
+TEST(Pipeline, SameResultForEveryThreadCountChunkSizeAndLayout) {
+  testing::TempDir dir;
+  std::string lines = Generate(dir, "a.json", "--platform amd --steps 40 --layers 4 --seed 7");
+  std::string compact =
+      Generate(dir, "b.json", "--platform amd --steps 40 --layers 4 --seed 7 --layout compact");
+  PipelineOptions base;
+  base.threads = 1;
+  auto reference = Profile(lines, base);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  EXPECT_EQ(reference->kernels.size(), 40u * (4 * 11 + 5 + 6));
+  EXPECT_EQ(reference->GroupsAtLeast(44), 40u);
+  for (int threads : {1, 2, 3, 8}) {
+    for (size_t chunk : {size_t{1}, size_t{4096}, size_t{1} << 20}) {
+      PipelineOptions o;
+      o.threads = threads;
+      o.chunk_bytes = chunk;
+      o.window_bytes = 64 * 1024;  // many windows: events cross window boundaries
+      for (const std::string& path : {lines, compact}) {
+        auto p = Profile(path, o);
+        ASSERT_TRUE(p.ok()) << p.status();
+        ExpectSameProfile(*reference, *p);
+      }
+    }
+  }
+}
+
+TEST(Pipeline, GzipInputEqualsPlainInput) {
+  testing::TempDir dir;
+  std::string plain = Generate(dir, "n.json", "--platform nvidia --steps 20 --layers 3");
+  ASSERT_EQ(std::system(("gzip -k " + plain).c_str()), 0);
+  auto a = Profile(plain);
+  auto b = Profile(plain + ".gz");
+  ASSERT_TRUE(a.ok() && b.ok());
+  ExpectSameProfile(*a, *b);
+  EXPECT_TRUE(b->compressed);
+  EXPECT_EQ(a->input_bytes, b->input_bytes);
+  EXPECT_LT(b->file_bytes, b->input_bytes);
+}
+
+TEST(Pipeline, MalformedEventDeepInAFileReportsItsOffset) {
+  testing::TempDir dir;
+  std::string good = Generate(dir, "g.json", "--platform amd --steps 30 --layers 4");
+  std::ifstream in(good);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  size_t at = text.find("\"dur\": ", text.find("\"cat\": \"kernel\"", text.size() / 2));
+  text.replace(at + 7, 1, "x");
+  std::string bad = dir.File("bad.json", text);
+  for (int threads : {1, 2}) {
+    PipelineOptions o;
+    o.threads = threads;
+    o.chunk_bytes = 8192;
+    auto p = Profile(bad, o);
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+    std::string msg(p.status().message());
+    EXPECT_TRUE(absl::StartsWith(msg, bad + ": malformed JSON at byte ")) << msg;
+    uint64_t offset = std::stoull(msg.substr(msg.find("byte ") + 5));
+    EXPECT_EQ(offset, at + 7) << msg;
+    EXPECT_TRUE(absl::EndsWith(msg, ": invalid number '" + text.substr(at + 7, text.find(',', at) - at - 7) + "'")) << msg;
+  }
+}
+
+TEST(Pipeline, DefaultThreadsFollowSlurm) {
+  setenv("SLURM_CPUS_PER_TASK", "5", 1);
+  EXPECT_EQ(DefaultThreadCount(), 5);
+  setenv("SLURM_CPUS_PER_TASK", "junk", 1);
+  EXPECT_GE(DefaultThreadCount(), 1);
+  unsetenv("SLURM_CPUS_PER_TASK");
+}
+
+}  // namespace
+}  // namespace tracefuse

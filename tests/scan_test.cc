@@ -1,0 +1,198 @@
+#include "tracefuse/scan.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "simdjson.h"
+#include "tracefuse/parse.h"
+
+namespace tracefuse {
+namespace {
+
+// Kernel names that break naive splitters, as they appear inside JSON strings.
+const std::vector<std::string> kAdversarialNames = {
+    R"(plain_kernel)",
+    R"(quote \"inside\" name)",
+    R"(backslash at end \\)",
+    R"(escaped backslash then quote \\\" still inside)",
+    R"(brace and comma },{ \"x\": [1, 2] })",
+    R"(open bracket [ and {lambda()#1} and ]])",
+    R"(unicode escape \u00e9 and surrogate pair \ud83d\ude00)",
+    "raw UTF-8 \xc3\xa9 \xe6\xbc\xa2\xe5\xad\x97",
+    R"(control escapes \n \t \r \b \f \/)",
+    std::string(5000, 'k') + R"(},{\"long)",
+};
+
+std::string Event(const std::string& escaped_name, int i) {
+  return R"({"ph": "X", "cat": "kernel", "name": ")" + escaped_name + R"(", "ts": )" +
+         std::to_string(1000 + i) + R"(.125, "dur": 2.5, "args": {"correlation": )" +
+         std::to_string(i) + R"(, "grid": [1, 2, 3]}})";
+}
+
+std::string Trace(int repeat, const std::string& sep = ",\n  ") {
+  std::string t = R"({"deviceProperties": [{"name": "GPU \"]x[\"", "warpSize": 64}],)"
+                  R"( "traceEvents": [)";
+  int i = 0;
+  for (int r = 0; r < repeat; ++r) {
+    for (const std::string& n : kAdversarialNames) {
+      if (i > 0) t += sep;
+      t += Event(n, i++);
+    }
+  }
+  t += R"(], "traceName": "a \"traceEvents\": [ trap", "after": {"nested": [1, {"k": "}"}]}})";
+  return t;
+}
+
+// Feeds `text` in blocks of `block_size` bytes (each in its own heap buffer, so no chunk can rely
+// on bytes of a neighbouring block) and returns the chunks.
+std::vector<EventChunk> Split(const std::string& text, size_t block_size, EventSplitter* splitter,
+                              absl::Status* status) {
+  std::vector<EventChunk> chunks;
+  for (size_t off = 0; off < text.size(); off += block_size) {
+    size_t n = std::min(block_size, text.size() - off);
+    auto buf = std::shared_ptr<char>(new char[n], std::default_delete<char[]>());
+    std::memcpy(buf.get(), text.data() + off, n);
+    Block b{buf.get(), n, off, buf};
+    *status = splitter->Feed(b, &chunks);
+    if (!status->ok()) return chunks;
+  }
+  *status = splitter->Finish(&chunks);
+  return chunks;
+}
+
+std::vector<std::string> NamesByDom(const std::string& text) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(simdjson::padded_string(text)).value();
+  std::vector<std::string> names;
+  simdjson::dom::array events = doc["traceEvents"].get_array().value();
+  for (simdjson::dom::element e : events) {
+    names.emplace_back(std::string_view(e["name"].get_string().value()));
+  }
+  return names;
+}
+
+std::vector<std::string> NamesByChunks(const std::vector<EventChunk>& chunks) {
+  std::vector<std::string> names;
+  ChunkParser parser(1024);
+  ParsedChunk parsed;
+  for (const EventChunk& c : chunks) {
+    absl::Status s = parser.Parse(c, "t", &parsed);
+    EXPECT_TRUE(s.ok()) << s;
+    for (const KernelEvent& k : parsed.kernels) names.emplace_back(parsed.name(k.name));
+  }
+  return names;
+}
+
+class SplitterBoundaries : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
+
+TEST_P(SplitterBoundaries, EveryEventSurvivesAnyBlockAndChunkBoundary) {
+  auto [block_size, chunk_bytes] = GetParam();
+  const std::string text = Trace(3);
+  SplitterOptions options;
+  options.chunk_bytes = chunk_bytes;
+  EventSplitter splitter("t", options);
+  absl::Status status;
+  std::vector<EventChunk> chunks = Split(text, block_size, &splitter, &status);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(NamesByChunks(chunks), NamesByDom(text));
+  // Chunks tile the events exactly: each starts at '{', ends after '}', in order, seq 0, 1, ...
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    EXPECT_EQ(chunks[i].seq, i);
+    EXPECT_EQ(text[chunks[i].begin], '{');
+    EXPECT_EQ(text[chunks[i].end - 1], '}');
+    std::string joined;
+    for (const Block& p : chunks[i].pieces) joined.append(p.data, p.size);
+    EXPECT_EQ(joined, text.substr(chunks[i].begin, chunks[i].end - chunks[i].begin));
+  }
+  // The metadata keeps every other top-level key, with the events array emptied.
+  simdjson::dom::parser parser;
+  simdjson::dom::element meta = parser.parse(simdjson::padded_string(splitter.metadata_json())).value();
+  EXPECT_EQ(meta["traceEvents"].get_array().value().size(), 0u);
+  EXPECT_EQ(std::string_view(meta["traceName"].get_string().value()), "a \"traceEvents\": [ trap");
+  EXPECT_EQ(std::string_view(meta["deviceProperties"].at(0)["name"].get_string().value()),
+            "GPU \"]x[\"");
+  EXPECT_TRUE(meta["after"]["nested"].error() == simdjson::SUCCESS);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, SplitterBoundaries,
+    ::testing::Combine(::testing::Values<size_t>(1, 2, 3, 7, 63, 64, 65, 127, 4096, 1 << 20),
+                       ::testing::Values<size_t>(1, 300, 6000, 1 << 20)));
+
+TEST(Splitter, OneLineAndPrettyLayoutsGiveTheSameEvents) {
+  for (const char* sep : {",", ",\n", " ,\r\n\t "}) {
+    const std::string text = Trace(2, sep);
+    EventSplitter splitter("t");
+    absl::Status status;
+    auto chunks = Split(text, 100, &splitter, &status);
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_EQ(NamesByChunks(chunks), NamesByDom(text));
+  }
+}
+
+TEST(Splitter, BareArrayOfEvents) {
+  const std::string text = "\xEF\xBB\xBF [" + Event("a", 1) + ", " + Event("b}", 2) + "]\n";
+  EventSplitter splitter("t");
+  absl::Status status;
+  auto chunks = Split(text, 5, &splitter, &status);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(splitter.bare_array());
+  EXPECT_EQ(NamesByChunks(chunks), (std::vector<std::string>{"a", "b}"}));
+}
+
+TEST(Splitter, EmptyEventsArray) {
+  EventSplitter splitter("t");
+  absl::Status status;
+  auto chunks = Split(R"({"traceEvents": [ ], "x": 1})", 3, &splitter, &status);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(splitter.events_started());
+  EXPECT_TRUE(chunks.empty());
+}
+
+struct BadInput {
+  const char* text;
+  const char* message;
+};
+
+class SplitterErrors : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(SplitterErrors, ExactMessage) {
+  for (size_t block : {1, 4, 1 << 20}) {
+    EventSplitter splitter("f.json");
+    absl::Status status;
+    Split(GetParam().text, block, &splitter, &status);
+    EXPECT_EQ(status.message(), GetParam().message) << "block size " << block;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Messages, SplitterErrors,
+    ::testing::Values(
+        BadInput{"", "f.json: empty input"},
+        BadInput{" \n ", "f.json: not a JSON trace: the input holds only whitespace"},
+        BadInput{"GIF89a", "f.json: not a JSON trace: expected '{' or '[' at byte 0, found 'G'"},
+        BadInput{R"({"traceEvents": [{"name": "a"})",
+                 "f.json: truncated JSON: the input ends at byte 30 inside the events array"},
+        BadInput{R"({"traceEvents": [{"name": "a)",
+                 "f.json: truncated JSON: the input ends at byte 28 inside a string"},
+        BadInput{R"({"traceEvents": [{"a": 1} {"b": 2}]})",
+                 "f.json: malformed JSON at byte 26: missing ',' between two events"},
+        BadInput{R"({"traceEvents": [{"a": 1},]})",
+                 "f.json: malformed JSON at byte 26: trailing ',' before ']'"},
+        BadInput{R"({"traceEvents": [{"a": 1}, 5]})",
+                 "f.json: malformed JSON at byte 27: unexpected '5' in the events array "
+                 "(expected an event object)"},
+        BadInput{R"({"traceEvents": [[1]]})",
+                 "f.json: malformed JSON at byte 17: an element of the events array is an array, "
+                 "not an object"},
+        BadInput{R"({"traceEvents": [{"a": [1}]})",
+                 "f.json: malformed JSON at byte 25: unexpected '}' (expected ']')"},
+        BadInput{R"({"traceEvents": []}} )",
+                 "f.json: malformed JSON at byte 19: unexpected '}' after the top-level value"},
+        BadInput{R"({"traceEvents": []} x)",
+                 "f.json: malformed JSON at byte 20: unexpected 'x' after the top-level value"}));
+
+}  // namespace
+}  // namespace tracefuse
