@@ -1,7 +1,6 @@
 #include "tracefuse/io.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -79,46 +78,14 @@ class FdHolder {
   int fd_;
 };
 
-// Regular files: one MAP_POPULATE window per block, unmapped by the last Block holding it.
-class MmapSource : public ByteSource {
+// read() into pooled buffers, for regular files and pipes alike. Measured on this project's VMs
+// (1 GB trace, warm page cache): read() into a reused buffer runs at 12-13 GB/s, while mmap
+// windows with MAP_POPULATE, or MADV_POPULATE_READ on one mapping, deliver 2.4-2.7 GB/s because
+// every window's page-table set-up and tear-down goes through the hypervisor.
+class ReadSource : public ByteSource {
  public:
-  MmapSource(std::string path, int fd, uint64_t size, size_t window)
-      : ByteSource(std::move(path)), fd_(fd), size_(size), window_(AlignWindow(window)) {}
-
-  absl::StatusOr<bool> Next(Block* block) override {
-    if (pos_ >= size_) return false;
-    size_t len = static_cast<size_t>(std::min<uint64_t>(window_, size_ - pos_));
-    void* p = mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd_.get(),
-                   static_cast<off_t>(pos_));
-    if (p == MAP_FAILED) return ErrnoStatus(path(), errno);
-    block->data = static_cast<const char*>(p);
-    block->size = len;
-    block->offset = pos_;
-    block->owner = std::shared_ptr<const void>(p, [len](const void* q) {
-      munmap(const_cast<void*>(q), len);
-    });
-    pos_ += len;
-    return true;
-  }
-  uint64_t file_bytes() const override { return size_; }
-  uint64_t file_bytes_read() const override { return pos_; }
-
- private:
-  static size_t AlignWindow(size_t w) {
-    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    return std::max(page, w / page * page);
-  }
-  FdHolder fd_;
-  uint64_t size_;
-  size_t window_;
-  uint64_t pos_ = 0;
-};
-
-// Pipes, stdin and anything else mmap cannot serve: read() into pooled buffers.
-class StreamSource : public ByteSource {
- public:
-  StreamSource(std::string path, int fd, size_t buffer)
-      : ByteSource(std::move(path)), fd_(fd), pool_(std::make_shared<BufferPool>(buffer)) {}
+  ReadSource(std::string path, int fd, uint64_t size, size_t buffer)
+      : ByteSource(std::move(path)), fd_(fd), size_(size), pool_(std::make_shared<BufferPool>(buffer)) {}
 
   absl::StatusOr<bool> Next(Block* block) override {
     if (eof_) return false;
@@ -144,11 +111,12 @@ class StreamSource : public ByteSource {
     pos_ += have;
     return true;
   }
-  uint64_t file_bytes() const override { return 0; }
+  uint64_t file_bytes() const override { return size_; }
   uint64_t file_bytes_read() const override { return pos_; }
 
  private:
   FdHolder fd_;
+  uint64_t size_;  // 0 for pipes
   std::shared_ptr<BufferPool> pool_;
   uint64_t pos_ = 0;
   bool eof_ = false;
@@ -258,14 +226,9 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& path,
     if (fd > 2) close(fd);
     return absl::InvalidArgumentError(StrCat(path, ": empty file"));
   }
-  std::unique_ptr<ByteSource> raw;
-  if (regular) {
-    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    raw = std::make_unique<MmapSource>(path, fd, static_cast<uint64_t>(st.st_size),
-                                       options.window_bytes);
-  } else {
-    raw = std::make_unique<StreamSource>(path, fd, options.window_bytes);
-  }
+  if (regular) posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::unique_ptr<ByteSource> raw = std::make_unique<ReadSource>(
+      path, fd, regular ? static_cast<uint64_t>(st.st_size) : 0, options.window_bytes);
   if (HasGzipMagic(fd, regular)) {
     return std::unique_ptr<ByteSource>(
         std::make_unique<GzipSource>(std::move(raw), options.window_bytes));

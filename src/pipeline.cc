@@ -254,7 +254,8 @@ absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
   const int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
   tbb::task_arena arena(threads);
   SharedProgress progress(options, paths.size());
-  std::vector<absl::StatusOr<TraceProfile>> results(paths.size(), absl::UnknownError("not run"));
+  std::vector<absl::StatusOr<TraceProfile>> results;
+  for (size_t i = 0; i < paths.size(); ++i) results.emplace_back(absl::UnknownError("not run"));
   arena.execute([&] {
     tbb::parallel_for(size_t{0}, paths.size(), [&](size_t i) {
       results[i] = RunGraph(paths[i], classifier, options, static_cast<size_t>(threads),

@@ -45,7 +45,6 @@ void TraceReducer::Consume(const ParsedChunk& chunk) {
   // Graph replays put long runs of kernels under one correlation id: remember the last one.
   int64_t last_correlation = 0;
   uint32_t last_group = kNoGroup;
-  p.kernels.reserve(p.kernels.size() + chunk.kernels.size());
   for (const KernelEvent& k : chunk.kernels) {
     uint32_t name = local_to_global_[k.name];
     uint32_t group = kNoGroup;
@@ -64,6 +63,8 @@ void TraceReducer::Consume(const ParsedChunk& chunk) {
         last_group = group;
       }
       ++p.group_size[group];
+    } else {
+      ++p.kernels_without_correlation;
     }
     p.name_kernels[name] += 1;
     p.name_time_ns[name] += k.dur_ns;
@@ -101,8 +102,8 @@ std::vector<CategoryTotals> TraceProfile::PerCategory() const {
 std::vector<uint32_t> TraceProfile::TsOrder() const {
   std::vector<uint32_t> order(kernels.size());
   std::iota(order.begin(), order.end(), 0u);
-  bool sorted = std::is_sorted(kernels.begin(), kernels.end(),
-                               [](const KernelRecord& a, const KernelRecord& b) { return a.ts_ns < b.ts_ns; });
+  bool sorted = true;
+  for (size_t i = 1; i < kernels.size() && sorted; ++i) sorted = kernels[i - 1].ts_ns <= kernels[i].ts_ns;
   if (!sorted) {
     std::stable_sort(order.begin(), order.end(),
                      [&](uint32_t a, uint32_t b) { return kernels[a].ts_ns < kernels[b].ts_ns; });

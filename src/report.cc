@@ -57,14 +57,12 @@ Json StatsJson(const TraceProfile& p, double elapsed) {
   j["events_by_category"] = cats;
   int64_t kernel_ns = 0;
   for (int64_t t : p.name_time_ns) kernel_ns += t;
-  uint64_t without_correlation = 0;
-  for (const KernelRecord& k : p.kernels) without_correlation += (k.group == kNoGroup);
   j["kernels"] = p.kernels.size();
   j["kernel_time_us"] = Micros(kernel_ns);
   j["distinct_kernel_names"] = p.names.size();
   j["correlation_groups"] = p.group_size.size();
   j["correlation_groups_50_plus"] = p.GroupsAtLeast(50);
-  j["kernels_without_correlation"] = without_correlation;
+  j["kernels_without_correlation"] = p.kernels_without_correlation;
   j["kernels_with_bad_times"] = p.kernels_with_bad_times;
   j["rule_set"] = p.classifier->rule_set().name();
   Json per = Json::array();
@@ -103,7 +101,7 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
   line("distinct kernel names", Thousands(p.names.size()));
   line("correlation groups", StrCat(Thousands(p.group_size.size()), " (",
                                           Thousands(p.GroupsAtLeast(50)), " with >= 50 kernels)"));
-  line("kernels w/o correlation", Thousands(j["kernels_without_correlation"].get<uint64_t>()));
+  line("kernels w/o correlation", Thousands(p.kernels_without_correlation));
   if (p.kernels_with_bad_times > 0) {
     line("kernels with bad ts/dur", Thousands(p.kernels_with_bad_times));
   }

@@ -1,12 +1,12 @@
 // Stage 1 of the pipeline: input bytes.
 //
 // A trace is read as a sequence of Blocks whose memory stays valid for as long as any copy of the
-// Block is alive, so downstream stages can hold on to a byte range without copying it. Plain files
-// are memory-mapped one window at a time with MAP_POPULATE (populate-ahead reads the page cache an
-// order of magnitude faster than faulting page by page) and each window is unmapped when its last
-// reference goes, so resident memory is bounded by the data in flight, not by the file size.
-// Pipes and stdin are read into pooled buffers; gzip input (detected by its magic bytes, whatever
-// the file name) is inflated by streaming zlib into pooled buffers.
+// Block is alive, so downstream stages can hold on to a byte range without copying it. Blocks are
+// pooled buffers filled by read(): a buffer returns to its pool when the last chunk using it is
+// done, so resident memory is bounded by the data in flight, not by the file size, and steady
+// state allocates nothing. (Memory-mapped windows were measured slower here; see io.cc.) gzip
+// input, detected by its magic bytes whatever the file name, is inflated by streaming zlib into
+// pooled buffers.
 #ifndef TRACEFUSE_IO_H_
 #define TRACEFUSE_IO_H_
 
@@ -28,7 +28,7 @@ struct Block {
 };
 
 struct SourceOptions {
-  size_t window_bytes = 8u << 20;  // mmap window / read buffer / inflate buffer size
+  size_t window_bytes = 8u << 20;  // read / inflate buffer size
 };
 
 class ByteSource {

@@ -40,6 +40,29 @@ struct CategoryTotals {
   int64_t time_ns = 0;
 };
 
+// Kernel records in fixed-size segments. Growing never copies records nor touches memory twice:
+// fresh pages cost about 0.3 GB/s to fault in on these machines, so the doubling of a
+// std::vector (which writes every record again, into twice the memory) was a visible share of
+// the whole run.
+class KernelStore {
+ public:
+  void push_back(const KernelRecord& k) {
+    if ((size_ & kMask) == 0) segments_.emplace_back(new KernelRecord[kSegment]);
+    segments_.back()[size_ & kMask] = k;
+    ++size_;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const KernelRecord& operator[](size_t i) const { return segments_[i >> kShift][i & kMask]; }
+
+ private:
+  static constexpr size_t kShift = 16;
+  static constexpr size_t kSegment = size_t{1} << kShift;  // 1.5 MiB of records
+  static constexpr size_t kMask = kSegment - 1;
+  std::vector<std::unique_ptr<KernelRecord[]>> segments_;
+  size_t size_ = 0;
+};
+
 // Run lengths of one category in the ts-ordered type sequence.
 struct ChainStats {
   uint64_t runs = 0;        // maximal runs of consecutive kernels of this category
@@ -78,7 +101,8 @@ struct TraceProfile {
   std::vector<uint64_t> name_kernels;
   std::vector<int64_t> name_time_ns;
 
-  std::vector<KernelRecord> kernels;  // trace order
+  KernelStore kernels;  // trace order
+  uint64_t kernels_without_correlation = 0;
   std::vector<int64_t> group_correlation;
   std::vector<uint32_t> group_size;
 

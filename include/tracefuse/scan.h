@@ -33,6 +33,12 @@ struct EventChunk {
   size_t bytes() const { return static_cast<size_t>(end - begin); }
 };
 
+// What string tracking carries from one 64-byte block to the next.
+struct StringCarry {
+  uint64_t next_is_escaped = 0;  // the next block's first byte is escaped
+  uint64_t prev_in_string = 0;   // all ones when the previous block ended inside a string
+};
+
 struct SplitterOptions {
   size_t chunk_bytes = 2u << 20;     // a chunk is cut after the first event ending past this size
   size_t max_metadata_bytes = 64u << 20;  // top-level data kept beyond this is dropped (flagged)
@@ -73,9 +79,7 @@ class EventSplitter {
   std::string name_;
   SplitterOptions options_;
 
-  // Bit-parallel string tracking carried between 64-byte steps.
-  uint64_t next_is_escaped_ = 0;
-  uint64_t prev_in_string_ = 0;
+  StringCarry carry_;
 
   std::vector<char> stack_;  // open brackets
   bool started_ = false;

@@ -13,6 +13,8 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
 
 namespace tracefuse {
 
@@ -31,7 +33,9 @@ void StrAppend(std::string* out, const Args&... args) {
 
 struct StringHash {
   using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  size_t operator()(std::string_view s) const {
+    return absl::Hash<absl::string_view>{}(absl::string_view(s.data(), s.size()));
+  }
 };
 struct StringEq {
   using is_transparent = void;
