@@ -7,10 +7,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "tracefuse/strings.h"
-#include "fmt/ranges.h"
 #include "embedded_rules.h"
+#include "fmt/ranges.h"
 #include "oneapi/tbb/enumerable_thread_specific.h"
+#include "tracefuse/strings.h"
 #include "yaml-cpp/yaml.h"
 
 namespace tracefuse {
@@ -47,8 +47,7 @@ class RuleFileError {
  public:
   RuleFileError(std::string source) : source_(std::move(source)) {}
   absl::Status At(const YAML::Node& node, std::string_view what) const {
-    return absl::InvalidArgumentError(
-        StrCat(source_, ":", node.Mark().line + 1, ": ", what));
+    return absl::InvalidArgumentError(StrCat(source_, ":", node.Mark().line + 1, ": ", what));
   }
   absl::Status AtLine(int line, std::string_view what) const {
     return absl::InvalidArgumentError(StrCat(source_, ":", line, ": ", what));
@@ -59,7 +58,7 @@ class RuleFileError {
 };
 
 constexpr std::string_view kLeafKeys[] = {"contains", "prefix", "regex"};
-constexpr std::string_view kPredicateKeys[] = {"contains", "prefix", "regex", "all",
+constexpr std::string_view kPredicateKeys[] = {"contains", "prefix", "regex",   "all",
                                                "any",      "not",    "platform"};
 
 bool IsPredicateKey(std::string_view k) {
@@ -82,7 +81,8 @@ struct PredicateParser {
     } else if (c == "insensitive") {
       *caseless = true;
     } else {
-      return err.At(map["case"], StrCat("case must be 'sensitive' or 'insensitive', not '", c, "'"));
+      return err.At(map["case"],
+                    StrCat("case must be 'sensitive' or 'insensitive', not '", c, "'"));
     }
     return absl::OkStatus();
   }
@@ -177,12 +177,12 @@ struct PredicateParser {
 absl::StatusOr<std::shared_ptr<const RuleSet>> LoadBuiltin(std::string_view name) {
   for (size_t i = 0; i < kEmbeddedRuleCount; ++i) {
     if (kEmbeddedRules[i].name == name) {
-      return RuleSet::FromYaml(kEmbeddedRules[i].text,
-                               StrCat("data/rules/", name, ".yaml"));
+      return RuleSet::FromYaml(kEmbeddedRules[i].text, StrCat("data/rules/", name, ".yaml"));
     }
   }
-  return absl::NotFoundError(StrCat("unknown rule set '", name, "' (built-in sets: ",
-                                          fmt::format("{}", fmt::join(RuleSet::BuiltinNames(), ", ")), ")"));
+  return absl::NotFoundError(StrCat(
+      "unknown rule set '", name,
+      "' (built-in sets: ", fmt::format("{}", fmt::join(RuleSet::BuiltinNames(), ", ")), ")"));
 }
 
 }  // namespace
@@ -221,7 +221,8 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_vie
   } catch (const YAML::Exception& e) {
     return err.AtLine(e.mark.line + 1, e.msg);
   }
-  if (!root.IsMap()) return absl::InvalidArgumentError(StrCat(source, ": a rule file is a YAML map"));
+  if (!root.IsMap())
+    return absl::InvalidArgumentError(StrCat(source, ": a rule file is a YAML map"));
 
   auto set = std::make_shared<RuleSet>();
   try {
@@ -237,7 +238,8 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_vie
 
     std::shared_ptr<const RuleSet> base;
     if (root["extends"]) {
-      absl::StatusOr<std::shared_ptr<const RuleSet>> b = LoadBuiltin(root["extends"].as<std::string>());
+      absl::StatusOr<std::shared_ptr<const RuleSet>> b =
+          LoadBuiltin(root["extends"].as<std::string>());
       if (!b.ok()) return err.At(root["extends"], std::string(b.status().message()));
       base = *b;
     }
@@ -254,8 +256,8 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_vie
           return err.At(c, StrCat("duplicate category '", name, "'"));
         }
         if (base && base->category_index(name) != UINT16_MAX) {
-          return err.At(c, StrCat("category '", name, "' is already defined by '",
-                                        base->name(), "'"));
+          return err.At(c,
+                        StrCat("category '", name, "' is already defined by '", base->name(), "'"));
         }
         add_category(name);
       }
@@ -299,7 +301,8 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_vie
   } catch (const YAML::Exception& e) {
     return err.AtLine(e.mark.line + 1, e.msg);
   }
-  if (set->rules_.size() >= UINT16_MAX) return absl::InvalidArgumentError(StrCat(source, ": too many rules"));
+  if (set->rules_.size() >= UINT16_MAX)
+    return absl::InvalidArgumentError(StrCat(source, ": too many rules"));
   // Regexes are checked here so that errors carry their line.
   std::vector<const Predicate*> stack;
   for (const Rule& r : set->rules_) stack.push_back(&r.when);
@@ -312,8 +315,8 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_vie
     hs_compile_error_t* compile_error = nullptr;
     if (hs_compile(p->text.c_str(), p->caseless ? HS_FLAG_CASELESS : 0, HS_MODE_BLOCK, nullptr, &db,
                    &compile_error) != HS_SUCCESS) {
-      std::string msg = StrCat("bad regex '", p->text, "': ",
-                                     compile_error ? compile_error->message : "compile error");
+      std::string msg = StrCat("bad regex '", p->text,
+                               "': ", compile_error ? compile_error->message : "compile error");
       hs_free_compile_error(compile_error);
       return err.AtLine(p->line, msg);
     }
@@ -462,7 +465,7 @@ absl::StatusOr<std::shared_ptr<const Classifier>> Classifier::Create(
                          static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &im.db,
                          &compile_error) != HS_SUCCESS) {
       std::string msg = StrCat("rule set '", set.name(), "': Hyperscan compile failed: ",
-                                     compile_error ? compile_error->message : "unknown error");
+                               compile_error ? compile_error->message : "unknown error");
       hs_free_compile_error(compile_error);
       return absl::InvalidArgumentError(msg);
     }

@@ -85,7 +85,10 @@ class FdHolder {
 class ReadSource : public ByteSource {
  public:
   ReadSource(std::string path, int fd, uint64_t size, size_t buffer)
-      : ByteSource(std::move(path)), fd_(fd), size_(size), pool_(std::make_shared<BufferPool>(buffer)) {}
+      : ByteSource(std::move(path)),
+        fd_(fd),
+        size_(size),
+        pool_(std::make_shared<BufferPool>(buffer)) {}
 
   absl::StatusOr<bool> Next(Block* block) override {
     if (eof_) return false;
@@ -145,10 +148,9 @@ class GzipSource : public ByteSource {
         if (!more.ok()) return more.status();
         if (!*more) {
           if (!member_ended_) {
-            return absl::DataLossError(
-                StrCat(path(), ": truncated gzip data after ", compressed_read(),
-                             " compressed bytes (", produced_ + Produced(buf.get()),
-                             " bytes inflated)"));
+            return absl::DataLossError(StrCat(path(), ": truncated gzip data after ",
+                                              compressed_read(), " compressed bytes (",
+                                              produced_ + Produced(buf.get()), " bytes inflated)"));
           }
           done_ = true;
           break;
@@ -166,8 +168,8 @@ class GzipSource : public ByteSource {
         member_ended_ = true;
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
         return absl::DataLossError(StrCat(path(), ": corrupt gzip data near compressed byte ",
-                                                compressed_read(), ": ",
-                                                zs_.msg ? zs_.msg : "inflate failed"));
+                                          compressed_read(), ": ",
+                                          zs_.msg ? zs_.msg : "inflate failed"));
       }
     }
     size_t have = Produced(buf.get());

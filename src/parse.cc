@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "absl/container/flat_hash_map.h"
-#include "tracefuse/strings.h"
 #include "simdjson.h"
+#include "tracefuse/strings.h"
 
 namespace tracefuse {
 namespace {
@@ -13,7 +13,8 @@ namespace {
 namespace od = simdjson::ondemand;
 
 std::string_view TrimRight(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
     s.remove_suffix(1);
   return s;
 }
@@ -94,7 +95,8 @@ std::optional<int64_t> MicrosToNanos(std::string_view s) {
     frac *= 10;
     ++frac_digits;
   }
-  int64_t ns = static_cast<int64_t>(micros) * 1000 + static_cast<int64_t>(frac) + (round_up ? 1 : 0);
+  int64_t ns =
+      static_cast<int64_t>(micros) * 1000 + static_cast<int64_t>(frac) + (round_up ? 1 : 0);
   return negative ? -ns : ns;
 }
 
@@ -155,7 +157,7 @@ absl::Status ChunkParser::Parse(const EventChunk& chunk, const std::string& disp
       offset = chunk.begin + static_cast<uint64_t>(where - buf - 1);
     }
     return absl::InvalidArgumentError(StrCat(display_name, ": malformed JSON at byte ", offset,
-                                                   ": ", simdjson::error_message(err)));
+                                             ": ", simdjson::error_message(err)));
   };
 
   od::document doc;
@@ -243,8 +245,8 @@ absl::Status ChunkParser::Parse(const EventChunk& chunk, const std::string& disp
           if (!raw.empty() && !MicrosToNanos(raw) && !IsNonNumericJsonValue(raw)) {
             return absl::InvalidArgumentError(
                 StrCat(display_name, ": malformed JSON at byte ",
-                       chunk.begin + static_cast<uint64_t>(raw.data() - buf - 1), ": invalid number '",
-                       TrimRight(raw.substr(0, 32)), "'"));
+                       chunk.begin + static_cast<uint64_t>(raw.data() - buf - 1),
+                       ": invalid number '", TrimRight(raw.substr(0, 32)), "'"));
           }
         }
         ++out->kernels_with_bad_times;
@@ -321,7 +323,8 @@ absl::StatusOr<TraceMetadata> ParseTraceMetadata(std::string_view json,
         if (meta.device_count > 0 && devices.at(0).get_object().get(first) == simdjson::SUCCESS) {
           meta.first_device_is_object = true;
           std::string_view name;
-          if (first["name"].get_string().get(name) == simdjson::SUCCESS) meta.gpu_name = std::string(name);
+          if (first["name"].get_string().get(name) == simdjson::SUCCESS)
+            meta.gpu_name = std::string(name);
           int64_t warp;
           if (first["warpSize"].get_int64().get(warp) == simdjson::SUCCESS) meta.warp_size = warp;
         }

@@ -9,7 +9,6 @@
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
-#include "tracefuse/strings.h"
 #include "fmt/ranges.h"
 #include "oneapi/tbb/enumerable_thread_specific.h"
 #include "oneapi/tbb/flow_graph.h"
@@ -18,6 +17,7 @@
 #include "tracefuse/io.h"
 #include "tracefuse/parse.h"
 #include "tracefuse/scan.h"
+#include "tracefuse/strings.h"
 
 namespace tracefuse {
 
@@ -154,7 +154,8 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
       if (!platform_checked && splitter.events_started()) {
         platform_checked = true;
         if (!splitter.bare_array()) {
-          absl::StatusOr<TraceMetadata> early = ParseTraceMetadata(splitter.metadata_json() + "]}", path);
+          absl::StatusOr<TraceMetadata> early =
+              ParseTraceMetadata(splitter.metadata_json() + "]}", path);
           if (early.ok()) {
             std::string why;
             classify_platform = DetectPlatform(*early, {}, {}, &why);
@@ -229,9 +230,9 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
   if (!splitter.events_started()) {
     absl::StatusOr<TraceMetadata> meta = ParseTraceMetadata(splitter.metadata_json(), path);
     std::string keys = meta.ok() ? fmt::format("{}", fmt::join(meta->keys, ", ")) : "";
-    return absl::InvalidArgumentError(StrCat(
-        path, ": not a Kineto trace: no traceEvents array",
-        keys.empty() ? "" : StrCat(" (top-level keys: ", keys, ")")));
+    return absl::InvalidArgumentError(
+        StrCat(path, ": not a Kineto trace: no traceEvents array",
+               keys.empty() ? "" : StrCat(" (top-level keys: ", keys, ")")));
   }
   absl::StatusOr<TraceMetadata> meta = ParseTraceMetadata(splitter.metadata_json(), path);
   if (!meta.ok()) return meta.status();
@@ -257,10 +258,13 @@ absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
   std::vector<absl::StatusOr<TraceProfile>> results;
   for (size_t i = 0; i < paths.size(); ++i) results.emplace_back(absl::UnknownError("not run"));
   arena.execute([&] {
-    tbb::parallel_for(size_t{0}, paths.size(), [&](size_t i) {
-      results[i] = RunGraph(paths[i], classifier, options, static_cast<size_t>(threads),
-                            options.progress ? &progress : nullptr, i);
-    }, tbb::simple_partitioner());
+    tbb::parallel_for(
+        size_t{0}, paths.size(),
+        [&](size_t i) {
+          results[i] = RunGraph(paths[i], classifier, options, static_cast<size_t>(threads),
+                                options.progress ? &progress : nullptr, i);
+        },
+        tbb::simple_partitioner());
   });
   std::vector<TraceProfile> profiles;
   for (auto& r : results) {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "tracefuse/strings.h"
 #include "oneapi/tbb/parallel_for.h"
+#include "tracefuse/strings.h"
 
 namespace tracefuse {
 
@@ -103,7 +103,8 @@ std::vector<uint32_t> TraceProfile::TsOrder() const {
   std::vector<uint32_t> order(kernels.size());
   std::iota(order.begin(), order.end(), 0u);
   bool sorted = true;
-  for (size_t i = 1; i < kernels.size() && sorted; ++i) sorted = kernels[i - 1].ts_ns <= kernels[i].ts_ns;
+  for (size_t i = 1; i < kernels.size() && sorted; ++i)
+    sorted = kernels[i - 1].ts_ns <= kernels[i].ts_ns;
   if (!sorted) {
     std::stable_sort(order.begin(), order.end(),
                      [&](uint32_t a, uint32_t b) { return kernels[a].ts_ns < kernels[b].ts_ns; });
@@ -145,7 +146,8 @@ GroupMembers TraceProfile::BuildGroupMembers() const {
   g.members.resize(g.offsets.back());
   std::vector<uint32_t> fill(g.offsets.begin(), g.offsets.end() - 1);
   for (size_t k = 0; k < kernels.size(); ++k) {
-    if (kernels[k].group != kNoGroup) g.members[fill[kernels[k].group]++] = static_cast<uint32_t>(k);
+    if (kernels[k].group != kNoGroup)
+      g.members[fill[kernels[k].group]++] = static_cast<uint32_t>(k);
   }
   return g;
 }
@@ -157,11 +159,11 @@ size_t TraceProfile::GroupsAtLeast(uint32_t size) const {
 
 namespace {
 
-constexpr std::string_view kAmdNameMarks[] = {"Cijk_", "ck::", "ck_tile", "rocprim::",
-                                              "wvSplitK", "__amd_rocclr", "_ZN2ck", "rccl"};
-constexpr std::string_view kNvidiaNameMarks[] = {"nvjet", "sm80_", "sm90_", "sm100_", "cutlass",
-                                                 "ampere_", "volta_", "turing_", "ncclDevKernel",
-                                                 "cudnn"};
+constexpr std::string_view kAmdNameMarks[] = {
+    "Cijk_", "ck::", "ck_tile", "rocprim::", "wvSplitK", "__amd_rocclr", "_ZN2ck", "rccl"};
+constexpr std::string_view kNvidiaNameMarks[] = {"nvjet",         "sm80_",   "sm90_",  "sm100_",
+                                                 "cutlass",       "ampere_", "volta_", "turing_",
+                                                 "ncclDevKernel", "cudnn"};
 
 template <size_t N>
 bool ContainsAny(std::string_view s, const std::string_view (&marks)[N]) {
@@ -202,14 +204,14 @@ Platform DetectPlatform(const TraceMetadata& m, const EventEvidence& events,
     }
   }
   if (events.kernels_with_kind > 0) {
-    return decide(Platform::kAmd, StrCat(events.kernels_with_kind,
-                                               " kernel events carry args.kind (roctracer)"));
+    return decide(Platform::kAmd,
+                  StrCat(events.kernels_with_kind, " kernel events carry args.kind (roctracer)"));
   }
   if (events.hip_runtime_calls != events.cuda_runtime_calls) {
     bool amd = events.hip_runtime_calls > events.cuda_runtime_calls;
     return decide(amd ? Platform::kAmd : Platform::kNvidia,
                   StrCat(events.hip_runtime_calls, " hip* vs ", events.cuda_runtime_calls,
-                               " cuda* runtime calls"));
+                         " cuda* runtime calls"));
   }
   size_t amd = 0, nvidia = 0;
   for (const std::string& n : kernel_names) {

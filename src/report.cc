@@ -89,9 +89,7 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
   line("platform", StrCat(PlatformName(p.platform), " (", p.platform_evidence, ")"));
   line("gpu", p.gpu.empty() ? "(not named)" : p.gpu);
   line("bytes", StrCat(Thousands(p.input_bytes), " (", HumanBytes(p.input_bytes),
-                             p.compressed ? StrCat(", ", HumanBytes(p.file_bytes), " gzip")
-                                          : "",
-                             ")"));
+                       p.compressed ? StrCat(", ", HumanBytes(p.file_bytes), " gzip") : "", ")"));
   line("events", Thousands(p.events));
   for (const auto& [cat, count] : p.event_categories) {
     line(StrCat("  ", cat.empty() ? "(none)" : cat), Thousands(count));
@@ -100,7 +98,7 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
   line("kernel time", fmt::format("{:.3f} ms", j["kernel_time_us"].get<double>() / 1000));
   line("distinct kernel names", Thousands(p.names.size()));
   line("correlation groups", StrCat(Thousands(p.group_size.size()), " (",
-                                          Thousands(p.GroupsAtLeast(50)), " with >= 50 kernels)"));
+                                    Thousands(p.GroupsAtLeast(50)), " with >= 50 kernels)"));
   line("kernels w/o correlation", Thousands(p.kernels_without_correlation));
   if (p.kernels_with_bad_times > 0) {
     line("kernels with bad ts/dur", Thousands(p.kernels_with_bad_times));

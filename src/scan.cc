@@ -121,8 +121,8 @@ inline uint64_t Structural(const ByteMasks& m, StringCarry* carry, size_t len = 
 using StructuralFn = void (*)(const char* p, size_t steps, StringCarry* carry, uint64_t* out);
 
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) void StructuralAvx2(const char* p, size_t steps,
-                                                    StringCarry* carry, uint64_t* out) {
+__attribute__((target("avx2"))) void StructuralAvx2(const char* p, size_t steps, StringCarry* carry,
+                                                    uint64_t* out) {
   for (size_t i = 0; i < steps; ++i) out[i] = Structural(Classify64Avx2(p + 64 * i), carry);
 }
 void StructuralSse2(const char* p, size_t steps, StringCarry* carry, uint64_t* out) {
@@ -158,8 +158,7 @@ EventSplitter::EventSplitter(std::string display_name, SplitterOptions options)
 }
 
 absl::Status EventSplitter::Error(uint64_t offset, const std::string& what) const {
-  return absl::InvalidArgumentError(
-      StrCat(name_, ": malformed JSON at byte ", offset, ": ", what));
+  return absl::InvalidArgumentError(StrCat(name_, ": malformed JSON at byte ", offset, ": ", what));
 }
 
 void EventSplitter::AppendMetadata(const char* begin, const char* end) {
@@ -180,7 +179,8 @@ bool EventSplitter::MetadataEndsWithEventsKey() const {
   if (i == 0 || metadata_[i - 1] != ':') return false;
   --i;
   while (i > 0 && IsJsonSpace(metadata_[i - 1])) --i;
-  return i >= kKey.size() && std::string_view(metadata_).substr(i - kKey.size(), kKey.size()) == kKey;
+  return i >= kKey.size() &&
+         std::string_view(metadata_).substr(i - kKey.size(), kKey.size()) == kKey;
 }
 
 void EventSplitter::OpenChunk(uint64_t offset) {
@@ -211,8 +211,8 @@ void EventSplitter::CloseChunk(std::vector<EventChunk>* out) {
   }
   if (!chunk_.pieces.empty()) {
     Block& last = chunk_.pieces.back();
-    last.size = static_cast<size_t>(std::min<uint64_t>(last.offset + last.size, chunk_.end) -
-                                    last.offset);
+    last.size =
+        static_cast<size_t>(std::min<uint64_t>(last.offset + last.size, chunk_.end) - last.offset);
   }
   chunk_.seq = next_seq_++;
   out->push_back(std::move(chunk_));
@@ -229,7 +229,7 @@ absl::Status EventSplitter::CheckGap(const char* begin, const char* end, uint64_
       continue;
     }
     return Error(at, StrCat("unexpected ", Printable(*p),
-                                  " in the events array (expected an event object)"));
+                            " in the events array (expected an event object)"));
   }
   return absl::OkStatus();
 }
@@ -306,7 +306,7 @@ absl::Status EventSplitter::OnClose(char c, uint64_t offset, const Block& block,
   char open = stack_.back();
   if ((open == '{') != (c == '}')) {
     return Error(offset, StrCat("unexpected ", Printable(c), " (expected ",
-                                      open == '{' ? "'}'" : "']'", ")"));
+                                open == '{' ? "'}'" : "']'", ")"));
   }
   stack_.pop_back();
   if (in_events_) {
@@ -339,7 +339,8 @@ absl::Status EventSplitter::OnClose(char c, uint64_t offset, const Block& block,
   }
   if (stack_.empty()) {
     finished_ = true;
-    AppendMetadata(block.data + (copy_from_ - block.offset), block.data + (offset - block.offset) + 1);
+    AppendMetadata(block.data + (copy_from_ - block.offset),
+                   block.data + (offset - block.offset) + 1);
     copying_metadata_ = false;
   }
   return absl::OkStatus();
@@ -357,9 +358,9 @@ absl::Status EventSplitter::Feed(const Block& block, std::vector<EventChunk>* ou
     while (i < n && IsJsonSpace(base[i])) ++i;
     if (i == n) return absl::OkStatus();
     if (base[i] != '{' && base[i] != '[') {
-      return absl::InvalidArgumentError(StrCat(
-          name_, ": not a JSON trace: expected '{' or '[' at byte ", block.offset + i, ", found ",
-          Printable(base[i])));
+      return absl::InvalidArgumentError(StrCat(name_,
+                                               ": not a JSON trace: expected '{' or '[' at byte ",
+                                               block.offset + i, ", found ", Printable(base[i])));
     }
     started_ = true;
     copy_from_ = block.offset + i;
@@ -423,10 +424,10 @@ absl::Status EventSplitter::Finish(std::vector<EventChunk>* out) {
   }
   if (!finished_) {
     std::string where = carry_.prev_in_string ? "inside a string"
-                        : in_events_    ? "inside the events array"
-                                        : "inside the top-level value";
-    return absl::InvalidArgumentError(StrCat(
-        name_, ": truncated JSON: the input ends at byte ", scanned_, " ", where));
+                        : in_events_          ? "inside the events array"
+                                              : "inside the top-level value";
+    return absl::InvalidArgumentError(
+        StrCat(name_, ": truncated JSON: the input ends at byte ", scanned_, " ", where));
   }
   return absl::OkStatus();
 }

@@ -25,7 +25,8 @@ std::shared_ptr<const Classifier> FromText(const std::string& yaml) {
   return *c;
 }
 
-std::string CategoryOf(const Classifier& c, std::string_view name, Platform p = Platform::kUnknown) {
+std::string CategoryOf(const Classifier& c, std::string_view name,
+                       Platform p = Platform::kUnknown) {
   return c.category_name(c.category_of(c.Classify(name, p)));
 }
 
@@ -45,8 +46,8 @@ TEST(WaferRuleSets, MatchEveryGoldenName) {
     EXPECT_EQ(CategoryOf(*kernel, name),
               std::string_view(row["classify_kernel"].get_string().value()))
         << name;
-    for (auto [key, platform] : {std::pair{"op_amd", Platform::kAmd},
-                                 std::pair{"op_nvidia", Platform::kNvidia}}) {
+    for (auto [key, platform] :
+         {std::pair{"op_amd", Platform::kAmd}, std::pair{"op_nvidia", Platform::kNvidia}}) {
       RuleId id = op->Classify(name, platform);
       simdjson::dom::array expected = row[key].get_array().value();
       EXPECT_EQ(op->category_name(op->category_of(id)),
@@ -70,7 +71,8 @@ TEST(WaferRuleSets, DocumentedQuirksOfTheReference) {
   // Prefix rules are case-sensitive: a lower-case cijk_ is not Tensile.
   EXPECT_EQ(CategoryOf(*op, "cijk_lowercase", Platform::kAmd), "Other");
   EXPECT_EQ(CategoryOf(*op, "Cijk_Alik", Platform::kAmd), "Dense GEMM");
-  EXPECT_EQ(op->Pattern(op->Classify("x" + std::string(60, 'y'), Platform::kAmd), "x" + std::string(60, 'y')),
+  EXPECT_EQ(op->Pattern(op->Classify("x" + std::string(60, 'y'), Platform::kAmd),
+                        "x" + std::string(60, 'y')),
             "x" + std::string(39, 'y'));
 }
 
@@ -89,12 +91,12 @@ rules:
   - category: D
     contains: up
 )");
-  EXPECT_EQ(CategoryOf(*c, "xFOOx"), "A");      // caseless by default
-  EXPECT_EQ(CategoryOf(*c, "foo_bar"), "B");    // A's `not` fails, B matches
+  EXPECT_EQ(CategoryOf(*c, "xFOOx"), "A");    // caseless by default
+  EXPECT_EQ(CategoryOf(*c, "foo_bar"), "B");  // A's `not` fails, B matches
   EXPECT_EQ(CategoryOf(*c, "BAZQQX"), "B");
   EXPECT_EQ(CategoryOf(*c, "Upper"), "C");
-  EXPECT_EQ(CategoryOf(*c, "upper"), "D");      // prefix is case-sensitive here
-  EXPECT_EQ(CategoryOf(*c, "xUp"), "D");        // prefix is anchored
+  EXPECT_EQ(CategoryOf(*c, "upper"), "D");  // prefix is case-sensitive here
+  EXPECT_EQ(CategoryOf(*c, "xUp"), "D");    // prefix is anchored
   EXPECT_EQ(CategoryOf(*c, "nothing"), "Other");
   EXPECT_EQ(CategoryOf(*c, ""), "Other");
 }
@@ -154,7 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{"rules:\n  - category: A\n", "my.yaml:2: rule without a predicate"},
         BadFile{"rules:\n  - category: A\n    contians: x\n    any: [y]\n",
                 "my.yaml:3: unknown key 'contians'"},
-        BadFile{"rules:\n  - category: A\n    contains: \"\"\n", "my.yaml:3: empty 'contains' string"},
+        BadFile{"rules:\n  - category: A\n    contains: \"\"\n",
+                "my.yaml:3: empty 'contains' string"},
         BadFile{"rulez: []\n", "my.yaml:1: unknown key 'rulez'"},
         BadFile{"rules: [\n", "my.yaml:2: end of sequence flow not found"}));
 

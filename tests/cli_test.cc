@@ -57,8 +57,9 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(r.exit_code, 2);
   r = RunCommand(Bin() + " stats x.json --ruleset nosuchset");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "tracefuse: error: unknown rule set 'nosuchset' (built-in sets: wafer-kernel, wafer-op)\n");
+  EXPECT_EQ(
+      r.err,
+      "tracefuse: error: unknown rule set 'nosuchset' (built-in sets: wafer-kernel, wafer-op)\n");
 }
 
 TEST(Cli, HelpListsCommandsAndExitCodes) {
@@ -66,8 +67,10 @@ TEST(Cli, HelpListsCommandsAndExitCodes) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("stats"), std::string::npos);
   EXPECT_NE(r.out.find("classify"), std::string::npos);
-  EXPECT_NE(r.out.find("Exit codes: 0 success, 1 malformed or unsupported trace, 2 usage error, 3 I/O error"),
-            std::string::npos);
+  EXPECT_NE(
+      r.out.find(
+          "Exit codes: 0 success, 1 malformed or unsupported trace, 2 usage error, 3 I/O error"),
+      std::string::npos);
   for (const char* cmd : {"stats", "classify"}) {
     RunResult h = RunCommand(Bin() + " " + cmd + " --help");
     EXPECT_EQ(h.exit_code, 0) << cmd;
@@ -78,7 +81,10 @@ TEST(Cli, HelpListsCommandsAndExitCodes) {
 TEST(Cli, StatsOnAGeneratedTrace) {
   testing::TempDir dir;
   std::string trace = dir.path() + "/t.json";
-  ASSERT_EQ(RunCommand(std::string(TRACEFUSE_GEN) + " --platform nvidia --steps 10 --layers 2 -o " + trace).exit_code, 0);
+  ASSERT_EQ(RunCommand(std::string(TRACEFUSE_GEN) + " --platform nvidia --steps 10 --layers 2 -o " +
+                       trace)
+                .exit_code,
+            0);
   std::string out = dir.path() + "/stats.json";
   RunResult r = RunCommand(Bin() + " stats " + trace + " --format json --threads 2 -o " + out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -94,7 +100,8 @@ TEST(Cli, StatsOnAGeneratedTrace) {
   EXPECT_GT(j["events_by_category"]["ac2g"].get<int>(), 0);
   RunResult text = RunCommand(Bin() + " stats " + trace);
   EXPECT_EQ(text.exit_code, 0);
-  EXPECT_NE(text.out.find("platform                   NVIDIA (cupti_version is set)"), std::string::npos)
+  EXPECT_NE(text.out.find("platform                   NVIDIA (cupti_version is set)"),
+            std::string::npos)
       << text.out;
 }
 
@@ -110,13 +117,15 @@ TEST(Cli, FailedRunLeavesNoOutputFile) {
 
 TEST(Cli, ClassifyPrintsOneJsonObjectPerLine) {
   RunResult r = RunCommand(Bin() + " classify --ruleset wafer-op --platform amd",
-                    "kernel_unified_attention_2d\nCijk_Alik_Bljk\n");
+                           "kernel_unified_attention_2d\nCijk_Alik_Bljk\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "{\"name\":\"kernel_unified_attention_2d\",\"category\":\"Attention (Prefill)\","
             "\"pattern\":\"kernel_unified_attention_2d\"}\n"
-            "{\"name\":\"Cijk_Alik_Bljk\",\"category\":\"Dense GEMM\",\"pattern\":\"Cijk_* (Tensile)\"}\n");
-  r = RunCommand(Bin() + " classify --ruleset wafer-kernel --input jsonl", "\"a \\\"softmax\\\" \\u00e9\"\n");
+            "{\"name\":\"Cijk_Alik_Bljk\",\"category\":\"Dense GEMM\",\"pattern\":\"Cijk_* "
+            "(Tensile)\"}\n");
+  r = RunCommand(Bin() + " classify --ruleset wafer-kernel --input jsonl",
+                 "\"a \\\"softmax\\\" \\u00e9\"\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "{\"name\":\"a \\\"softmax\\\" \xc3\xa9\",\"category\":\"Softmax\"}\n");
   r = RunCommand(Bin() + " classify --input jsonl", "not json\n");

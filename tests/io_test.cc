@@ -81,7 +81,8 @@ TEST(ByteSource, TruncatedAndCorruptGzip) {
   absl::Status st;
   ReadAll(dir.File("t.gz", gz.substr(0, gz.size() / 2)), 8192, &st);
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
-  EXPECT_TRUE(absl::StartsWith(std::string(st.message()), dir.path() + "/t.gz: truncated gzip data"))
+  EXPECT_TRUE(
+      absl::StartsWith(std::string(st.message()), dir.path() + "/t.gz: truncated gzip data"))
       << st;
   std::string corrupt = gz;
   for (size_t i = 20; i < 60; ++i) corrupt[i] = static_cast<char>(0xff);

@@ -68,7 +68,8 @@ TEST(ChunkParser, ExtractsKernelFieldsInAnyKeyOrder) {
   EXPECT_EQ(k.external_id, 7);
   EXPECT_EQ(k.stream, 3);
   EXPECT_EQ(k.device, 1);
-  EXPECT_EQ(k.flags, KernelEvent::kHasCorrelation | KernelEvent::kHasExternalId | KernelEvent::kHasKind);
+  EXPECT_EQ(k.flags,
+            KernelEvent::kHasCorrelation | KernelEvent::kHasExternalId | KernelEvent::kHasKind);
   EXPECT_EQ(out.kernels[1].name, 0u);
   EXPECT_EQ(out.kernels[1].flags, 0);  // args: null
   EXPECT_EQ(out.kernels[2].correlation, 5);
@@ -96,7 +97,8 @@ TEST(ChunkParser, GrowsForEventsLargerThanItsBuffer) {
   ChunkParser parser(16);
   ParsedChunk out;
   std::string name(100000, 'x');
-  ASSERT_TRUE(parser.Parse(ChunkOf(R"({"cat": "kernel", "name": ")" + name + R"("})"), "t", &out).ok());
+  ASSERT_TRUE(
+      parser.Parse(ChunkOf(R"({"cat": "kernel", "name": ")" + name + R"("})"), "t", &out).ok());
   EXPECT_EQ(out.name(0), name);
 }
 
@@ -106,9 +108,9 @@ TEST(TraceMetadata, ReadsWhatPlatformDetectionNeeds) {
       R"( "roctracer_version": "", "cupti_version": 22, "traceEvents": [], "baseTimeNanoseconds": 17})",
       "t");
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m->keys, (std::vector<std::string>{"schemaVersion", "deviceProperties",
-                                               "roctracer_version", "cupti_version", "traceEvents",
-                                               "baseTimeNanoseconds"}));
+  EXPECT_EQ(m->keys,
+            (std::vector<std::string>{"schemaVersion", "deviceProperties", "roctracer_version",
+                                      "cupti_version", "traceEvents", "baseTimeNanoseconds"}));
   EXPECT_EQ(m->gpu_name, "AMD Instinct MI300X");
   EXPECT_EQ(m->warp_size, 64);
   EXPECT_TRUE(m->has_roctracer_version);

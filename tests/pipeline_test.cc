@@ -28,7 +28,8 @@ TEST(Pipeline, GoldenInputsGiveTheReferenceKernelCounts) {
   simdjson::dom::parser parser;
   for (const std::string& dir : cases) {
     simdjson::dom::element expected = parser.load(dir + "/expected.json").value();
-    auto profiles = ProfileTraces({dir + "/trace1.json.gz", dir + "/trace2.json.gz"}, WaferKernel(), {});
+    auto profiles =
+        ProfileTraces({dir + "/trace1.json.gz", dir + "/trace2.json.gz"}, WaferKernel(), {});
     ASSERT_TRUE(profiles.ok()) << profiles.status();
     for (int t = 0; t < 2; ++t) {
       const TraceProfile& p = (*profiles)[t];
@@ -83,11 +84,13 @@ TEST(Pipeline, RocprofFileIsRejectedAsNotKineto) {
   auto p = Profile(path);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(p.status().message(),
-            path + ": not a Kineto trace: no traceEvents array (top-level keys: rocprofiler-sdk-tool)");
+  EXPECT_EQ(
+      p.status().message(),
+      path + ": not a Kineto trace: no traceEvents array (top-level keys: rocprofiler-sdk-tool)");
 }
 
-std::string Generate(const testing::TempDir& dir, const std::string& name, const std::string& args) {
+std::string Generate(const testing::TempDir& dir, const std::string& name,
+                     const std::string& args) {
   std::string path = dir.path() + "/" + name;
   auto r = testing::RunCommand(std::string(TRACEFUSE_GEN) + " " + args + " -o " + path);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -172,7 +175,9 @@ TEST(Pipeline, MalformedEventDeepInAFileReportsItsOffset) {
     EXPECT_TRUE(absl::StartsWith(msg, bad + ": malformed JSON at byte ")) << msg;
     uint64_t offset = std::stoull(msg.substr(msg.find("byte ") + 5));
     EXPECT_EQ(offset, at + 7) << msg;
-    EXPECT_TRUE(absl::EndsWith(msg, ": invalid number '" + text.substr(at + 7, text.find(',', at) - at - 7) + "'")) << msg;
+    EXPECT_TRUE(absl::EndsWith(
+        msg, ": invalid number '" + text.substr(at + 7, text.find(',', at) - at - 7) + "'"))
+        << msg;
   }
 }
 

@@ -12,7 +12,8 @@ rules:
   - {category: A, prefix: a}
   - {category: B, prefix: b}
   - {category: C, prefix: c}
-)", "t.yaml");
+)",
+                                 "t.yaml");
   return *Classifier::Create(*rules);
 }
 
@@ -129,7 +130,8 @@ TEST(PlatformDetection, EachRuleInOrder) {
   EXPECT_EQ(DetectPlatform(m, launches, {}, &why), Platform::kNvidia);
   EXPECT_EQ(why, "1 hip* vs 5 cuda* runtime calls");
 
-  EXPECT_EQ(DetectPlatform(m, {}, {"Cijk_Ailk", "ck::kernel", "elementwise"}, &why), Platform::kAmd);
+  EXPECT_EQ(DetectPlatform(m, {}, {"Cijk_Ailk", "ck::kernel", "elementwise"}, &why),
+            Platform::kAmd);
   EXPECT_EQ(DetectPlatform(m, {}, {"nvjet_tst_128", "elementwise"}, &why), Platform::kNvidia);
 }
 

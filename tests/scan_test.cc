@@ -108,7 +108,8 @@ TEST_P(SplitterBoundaries, EveryEventSurvivesAnyBlockAndChunkBoundary) {
   }
   // The metadata keeps every other top-level key, with the events array emptied.
   simdjson::dom::parser parser;
-  simdjson::dom::element meta = parser.parse(simdjson::padded_string(splitter.metadata_json())).value();
+  simdjson::dom::element meta =
+      parser.parse(simdjson::padded_string(splitter.metadata_json())).value();
   EXPECT_EQ(meta["traceEvents"].get_array().value().size(), 0u);
   EXPECT_EQ(std::string_view(meta["traceName"].get_string().value()), "a \"traceEvents\": [ trap");
   EXPECT_EQ(std::string_view(meta["deviceProperties"].at(0)["name"].get_string().value()),
@@ -116,10 +117,10 @@ TEST_P(SplitterBoundaries, EveryEventSurvivesAnyBlockAndChunkBoundary) {
   EXPECT_TRUE(meta["after"]["nested"].error() == simdjson::SUCCESS);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Sizes, SplitterBoundaries,
-    ::testing::Combine(::testing::Values<size_t>(1, 2, 3, 7, 63, 64, 65, 127, 4096, 1 << 20),
-                       ::testing::Values<size_t>(1, 300, 6000, 1 << 20)));
+INSTANTIATE_TEST_SUITE_P(Sizes, SplitterBoundaries,
+                         ::testing::Combine(::testing::Values<size_t>(1, 2, 3, 7, 63, 64, 65, 127,
+                                                                      4096, 1 << 20),
+                                            ::testing::Values<size_t>(1, 300, 6000, 1 << 20)));
 
 TEST(Splitter, OneLineAndPrettyLayoutsGiveTheSameEvents) {
   for (const char* sep : {",", ",\n", " ,\r\n\t "}) {

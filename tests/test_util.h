@@ -21,12 +21,12 @@ inline std::string SharedDir() { return TRACEFUSE_SHARED_DIR; }
 inline bool HaveShared() { return std::filesystem::is_directory(SharedDir() + "/golden"); }
 
 // Skips the calling test, visibly, when ../shared is absent.
-#define TRACEFUSE_REQUIRE_SHARED()                                                             \
-  do {                                                                                         \
-    if (!::tracefuse::testing::HaveShared()) {                                                 \
-      GTEST_SKIP() << "skipped: " << ::tracefuse::testing::SharedDir()                          \
-                   << " (golden outputs and real traces) is not present on this machine";     \
-    }                                                                                          \
+#define TRACEFUSE_REQUIRE_SHARED()                                                        \
+  do {                                                                                    \
+    if (!::tracefuse::testing::HaveShared()) {                                            \
+      GTEST_SKIP() << "skipped: " << ::tracefuse::testing::SharedDir()                    \
+                   << " (golden outputs and real traces) is not present on this machine"; \
+    }                                                                                     \
   } while (0)
 
 inline std::vector<std::string> FilesIn(const std::string& dir, const std::string& suffix) {
@@ -34,7 +34,8 @@ inline std::vector<std::string> FilesIn(const std::string& dir, const std::strin
   if (!std::filesystem::is_directory(dir)) return out;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     std::string p = e.path().string();
-    if (p.size() >= suffix.size() && p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0)
+    if (p.size() >= suffix.size() &&
+        p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0)
       out.push_back(p);
   }
   std::sort(out.begin(), out.end());

@@ -10,6 +10,8 @@
 //
 // Layouts: "lines" (one event per line, as PyTorch writes) and "compact" (the whole trace on one
 // line, as json.dump writes).
+#include <unistd.h>
+
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -17,8 +19,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <unistd.h>
 
 #include "CLI/CLI.hpp"
 #include "fmt/format.h"
@@ -47,7 +47,9 @@ struct Rng {
     return z ^ (z >> 31);
   }
   // Uniform in [lo, hi) nanoseconds.
-  int64_t Range(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(Next() % uint64_t(hi - lo)); }
+  int64_t Range(int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(Next() % uint64_t(hi - lo));
+  }
 };
 
 struct KernelKind {
@@ -66,7 +68,8 @@ const std::vector<KernelKind> kAmdLayer = {
     {"kernel_unified_attention_3d", 38000},
     {"_fwd_kernel_reduce_segments", 2000},
     {"Cijk_Ailk_Bljk_BBS_BH_MT64x64x64_MI16x16x1_SN_1LDSB1_ISA942", 12000},
-    {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+    {"void at::native::vectorized_elementwise_kernel<4, "
+     "at::native::CUDAFunctor_add<c10::BFloat16>, "
      "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, "
      "3ul>)",
      1800},
@@ -97,7 +100,8 @@ const std::vector<KernelKind> kNvidiaLayer = {
 
 const std::vector<KernelKind> kAmdSampling = {
     {"void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, float, "
-     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, c10::BFloat16 const*, int)",
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, c10::BFloat16 const*, "
+     "int)",
      6000},
     {"void rocprim::detail::onesweep_histograms_kernel<rocprim::detail::wrapped_radix_sort_config<"
      "rocprim::default_config, float, long>, false, float, unsigned long>(float const*, unsigned "
@@ -120,7 +124,8 @@ const std::vector<KernelKind> kAmdSampling = {
 
 const std::vector<KernelKind> kNvidiaSampling = {
     {"void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, float, "
-     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, c10::BFloat16 const*, int)",
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, c10::BFloat16 const*, "
+     "int)",
      5000},
     {"void cub::CUB_200200_1000_NS::DeviceRadixSortOnesweepKernel<cub::CUB_200200_1000_NS::"
      "DeviceRadixSortPolicy<float, long, unsigned long>::Policy900, false, float, long, unsigned "
@@ -188,7 +193,8 @@ class Writer {
   // Nanoseconds as decimal microseconds with three fractional digits.
   void Micros(int64_t ns) {
     Int(ns / 1000);
-    char frac[4] = {'.', char('0' + (ns / 100) % 10), char('0' + (ns / 10) % 10), char('0' + ns % 10)};
+    char frac[4] = {'.', char('0' + (ns / 100) % 10), char('0' + (ns / 10) % 10),
+                    char('0' + ns % 10)};
     buf_.append(frac, 4);
   }
   void Str(std::string_view s) {
@@ -230,7 +236,8 @@ class Writer {
 
 class TraceWriter {
  public:
-  TraceWriter(Writer& w, const Options& o) : w_(w), o_(o), amd_(o.platform == "amd"), rng_{o.seed} {}
+  TraceWriter(Writer& w, const Options& o)
+      : w_(w), o_(o), amd_(o.platform == "amd"), rng_{o.seed} {}
 
   void Header() {
     const char* nl = o_.layout == "lines" ? "\n" : "";
@@ -239,17 +246,19 @@ class TraceWriter {
     w_.Raw("  \"schemaVersion\": 1,");
     w_.Raw(nl);
     if (amd_) {
-      w_.Raw("  \"deviceProperties\": [{\"id\": 0, \"name\": \"AMD Instinct MI300X\", "
-             "\"totalGlobalMem\": 205822885888, \"computeMajor\": 9, \"computeMinor\": 4, "
-             "\"warpSize\": 64, \"numSms\": 304, \"maxThreadsPerBlock\": 1024, "
-             "\"sharedMemPerBlock\": 65536}],");
+      w_.Raw(
+          "  \"deviceProperties\": [{\"id\": 0, \"name\": \"AMD Instinct MI300X\", "
+          "\"totalGlobalMem\": 205822885888, \"computeMajor\": 9, \"computeMinor\": 4, "
+          "\"warpSize\": 64, \"numSms\": 304, \"maxThreadsPerBlock\": 1024, "
+          "\"sharedMemPerBlock\": 65536}],");
       w_.Raw(nl);
       w_.Raw("  \"roctracer_version\": 4.1, \"hip_runtime_version\": 60342134,");
     } else {
-      w_.Raw("  \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", "
-             "\"totalGlobalMem\": 84929347584, \"computeMajor\": 9, \"computeMinor\": 0, "
-             "\"warpSize\": 32, \"numSms\": 132, \"maxThreadsPerBlock\": 1024, "
-             "\"sharedMemPerBlock\": 49152}],");
+      w_.Raw(
+          "  \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", "
+          "\"totalGlobalMem\": 84929347584, \"computeMajor\": 9, \"computeMinor\": 0, "
+          "\"warpSize\": 32, \"numSms\": 132, \"maxThreadsPerBlock\": 1024, "
+          "\"sharedMemPerBlock\": 49152}],");
       w_.Raw(nl);
       w_.Raw("  \"cupti_version\": 22, \"cuda_runtime_version\": 12040,");
     }
@@ -264,8 +273,9 @@ class TraceWriter {
 
   void Footer() {
     w_.Raw(o_.layout == "lines" ? "\n  ],\n" : "], ");
-    w_.Raw("  \"traceName\": \"tracefuse-gen\", \"displayTimeUnit\": \"ms\", "
-           "\"baseTimeNanoseconds\": 1751410836000000000");
+    w_.Raw(
+        "  \"traceName\": \"tracefuse-gen\", \"displayTimeUnit\": \"ms\", "
+        "\"baseTimeNanoseconds\": 1751410836000000000");
     w_.Raw(o_.layout == "lines" ? "\n}\n" : "}");
   }
 
@@ -428,9 +438,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--size", o.size, "approximate size (e.g. 64M, 1G, 5GiB)")->capture_default_str();
   app.add_option("--steps", o.steps, "decode steps (overrides --size when set)");
-  app.add_option("--layers", o.layers, "layers per graph replay")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--eager-per-step", o.eager_per_step, "eager kernels per step")->capture_default_str();
-  app.add_option("--python-per-kernel", o.python_per_kernel, "python_function events per eager kernel")
+  app.add_option("--layers", o.layers, "layers per graph replay")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--eager-per-step", o.eager_per_step, "eager kernels per step")
+      ->capture_default_str();
+  app.add_option("--python-per-kernel", o.python_per_kernel,
+                 "python_function events per eager kernel")
       ->capture_default_str();
   app.add_option("--layout", o.layout, "lines: one event per line; compact: one line")
       ->check(CLI::IsMember({"lines", "compact"}))
@@ -460,7 +474,8 @@ int main(int argc, char** argv) {
   if (o.output != "-") {
     ok = (std::fclose(f) == 0) && ok;
     if (!ok || std::rename(tmp.c_str(), o.output.c_str()) != 0) {
-      std::fprintf(stderr, "tracefuse-gen: error: %s: %s\n", o.output.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "tracefuse-gen: error: %s: %s\n", o.output.c_str(),
+                   std::strerror(errno));
       std::remove(tmp.c_str());
       return 3;
     }

@@ -26,8 +26,8 @@ std::string_view PlatformName(Platform p);  // "unknown", "AMD", "NVIDIA"
 struct Predicate {
   enum class Kind : uint8_t { kContains, kPrefix, kRegex, kAll, kAny, kNot, kPlatform };
   Kind kind = Kind::kContains;
-  std::string text;       // literal or regex
-  bool caseless = true;   // for literals and regexes
+  std::string text;                        // literal or regex
+  bool caseless = true;                    // for literals and regexes
   Platform platform = Platform::kUnknown;  // kPlatform
   std::vector<Predicate> children;         // kAll / kAny / kNot (one child)
   int line = 0;                            // line in the rule file, for messages

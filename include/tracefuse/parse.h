@@ -76,7 +76,8 @@ struct ParsedChunk {
 
   size_t name_count() const { return name_offsets.size() - 1; }
   std::string_view name(size_t i) const {
-    return std::string_view(name_bytes).substr(name_offsets[i], name_offsets[i + 1] - name_offsets[i]);
+    return std::string_view(name_bytes)
+        .substr(name_offsets[i], name_offsets[i + 1] - name_offsets[i]);
   }
   void Clear();
 };

@@ -21,9 +21,9 @@
 namespace tracefuse {
 
 struct ProgressUpdate {
-  uint64_t file_bytes_read = 0;  // on disk, all traces together
-  uint64_t file_bytes_total = 0; // 0 when unknown (pipes)
-  uint64_t input_bytes = 0;      // uncompressed bytes scanned
+  uint64_t file_bytes_read = 0;   // on disk, all traces together
+  uint64_t file_bytes_total = 0;  // 0 when unknown (pipes)
+  uint64_t input_bytes = 0;       // uncompressed bytes scanned
 };
 
 struct PipelineOptions {

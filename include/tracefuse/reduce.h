@@ -65,10 +65,10 @@ class KernelStore {
 
 // Run lengths of one category in the ts-ordered type sequence.
 struct ChainStats {
-  uint64_t runs = 0;        // maximal runs of consecutive kernels of this category
-  uint64_t multi_runs = 0;  // runs longer than one kernel
+  uint64_t runs = 0;           // maximal runs of consecutive kernels of this category
+  uint64_t multi_runs = 0;     // runs longer than one kernel
   uint64_t multi_kernels = 0;  // kernels in those runs
-  uint64_t kernels = 0;     // all kernels of this category
+  uint64_t kernels = 0;        // all kernels of this category
 };
 
 // Correlation-group member lists in compressed form: group g holds
@@ -106,7 +106,9 @@ struct TraceProfile {
   std::vector<int64_t> group_correlation;
   std::vector<uint32_t> group_size;
 
-  uint16_t category_of_name(uint32_t name) const { return classifier->category_of(name_rule[name]); }
+  uint16_t category_of_name(uint32_t name) const {
+    return classifier->category_of(name_rule[name]);
+  }
   uint16_t category_of(const KernelRecord& k) const { return category_of_name(k.name); }
   const std::string& category_name(uint16_t c) const { return classifier->category_name(c); }
   size_t category_count() const { return classifier->rule_set().categories().size(); }

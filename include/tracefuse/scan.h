@@ -40,7 +40,7 @@ struct StringCarry {
 };
 
 struct SplitterOptions {
-  size_t chunk_bytes = 2u << 20;     // a chunk is cut after the first event ending past this size
+  size_t chunk_bytes = 2u << 20;  // a chunk is cut after the first event ending past this size
   size_t max_metadata_bytes = 64u << 20;  // top-level data kept beyond this is dropped (flagged)
 };
 
@@ -83,7 +83,7 @@ class EventSplitter {
 
   std::vector<char> stack_;  // open brackets
   bool started_ = false;
-  bool finished_ = false;    // the top-level value has closed
+  bool finished_ = false;  // the top-level value has closed
   bool bare_array_ = false;
   bool events_started_ = false;
   bool in_events_ = false;

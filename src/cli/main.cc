@@ -13,11 +13,11 @@
 #include "CLI/CLI.hpp"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "tracefuse/strings.h"
 #include "simdjson.h"
 #include "tracefuse/classify.h"
 #include "tracefuse/pipeline.h"
 #include "tracefuse/report.h"
+#include "tracefuse/strings.h"
 
 namespace tracefuse {
 namespace {
@@ -72,11 +72,13 @@ int RunStats(const StatsArgs& a) {
   if (!classifier.ok()) return Fail(classifier.status(), kExitUsage);
   PipelineOptions options;
   options.threads = a.threads;
-  absl::StatusOr<std::vector<TraceProfile>> profiles = ProfileTraces({a.trace}, *classifier, options);
+  absl::StatusOr<std::vector<TraceProfile>> profiles =
+      ProfileTraces({a.trace}, *classifier, options);
   if (!profiles.ok()) return Fail(profiles.status());
   double elapsed = SecondsSince(started);
   const TraceProfile& p = profiles->front();
-  std::string out = a.format == "json" ? DumpJson(StatsJson(p, elapsed)) + "\n" : StatsText(p, elapsed);
+  std::string out =
+      a.format == "json" ? DumpJson(StatsJson(p, elapsed)) + "\n" : StatsText(p, elapsed);
   absl::Status written = WriteOutput(a.output, out);
   return written.ok() ? kExitOk : Fail(written, kExitIo);
 }
@@ -121,9 +123,9 @@ int RunClassify(const ClassifyArgs& a) {
       if (line.find_first_not_of(" \t") == std::string::npos) continue;
       std::string_view s;
       if (parser.parse(simdjson::padded_string(line)).get_string().get(s) != simdjson::SUCCESS) {
-        return Fail(absl::InvalidArgumentError(
-                        StrCat(a.input, ":", line_no, ": not a JSON string")),
-                    kExitBadTrace);
+        return Fail(
+            absl::InvalidArgumentError(StrCat(a.input, ":", line_no, ": not a JSON string")),
+            kExitBadTrace);
       }
       name = std::string(s);
     } else {
@@ -148,34 +150,36 @@ int RunClassify(const ClassifyArgs& a) {
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app{"tracefuse: stream PyTorch-profiler (Kineto) traces from AMD and NVIDIA GPUs, "
-               "classify their kernels and compare how each platform fuses operations."};
+  CLI::App app{
+      "tracefuse: stream PyTorch-profiler (Kineto) traces from AMD and NVIDIA GPUs, "
+      "classify their kernels and compare how each platform fuses operations."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tracefuse ") + TRACEFUSE_VERSION);
   app.footer(
       "Exit codes: 0 success, 1 malformed or unsupported trace, 2 usage error, 3 I/O error.");
 
-  const std::string rules_help = "rule set: a built-in name (" +
-                                 [] {
-                                   std::string s;
-                                   for (const auto& n : RuleSet::BuiltinNames())
-                                     s += (s.empty() ? "" : ", ") + n;
-                                   return s;
-                                 }() +
-                                 ") or a rule file (.yaml)";
+  const std::string rules_help = "rule set: a built-in name (" + [] {
+    std::string s;
+    for (const auto& n : RuleSet::BuiltinNames()) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  }() + ") or a rule file (.yaml)";
 
   StatsArgs stats;
-  CLI::App* stats_cmd = app.add_subcommand("stats", "Summarise one trace: platform, GPU, events "
-                                                    "per category, kernels, correlation groups, "
-                                                    "throughput");
-  stats_cmd->add_option("TRACE", stats.trace, "trace file (.json or .json.gz; - for stdin)")->required();
+  CLI::App* stats_cmd = app.add_subcommand("stats",
+                                           "Summarise one trace: platform, GPU, events "
+                                           "per category, kernels, correlation groups, "
+                                           "throughput");
+  stats_cmd->add_option("TRACE", stats.trace, "trace file (.json or .json.gz; - for stdin)")
+      ->required();
   stats_cmd->add_option("--format", stats.format, "output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  stats_cmd->add_option("-o,--output", stats.output, "write to FILE (atomically) instead of stdout");
+  stats_cmd->add_option("-o,--output", stats.output,
+                        "write to FILE (atomically) instead of stdout");
   stats_cmd->add_option("--ruleset", stats.ruleset, rules_help)->capture_default_str();
-  stats_cmd->add_option("--threads", stats.threads,
-                        "worker threads (default: $SLURM_CPUS_PER_TASK, else the CPUs available)")
+  stats_cmd
+      ->add_option("--threads", stats.threads,
+                   "worker threads (default: $SLURM_CPUS_PER_TASK, else the CPUs available)")
       ->check(CLI::PositiveNumber);
 
   ClassifyArgs classify;
@@ -183,12 +187,14 @@ int Main(int argc, char** argv) {
       "classify", "Classify kernel names, one per line, printing one JSON object per line");
   classify_cmd->add_option("FILE", classify.input, "names file (default: stdin)");
   classify_cmd->add_option("--ruleset", classify.ruleset, rules_help)->capture_default_str();
-  classify_cmd->add_option("--platform", classify.platform,
-                           "platform for platform-aware rule sets (default: any other than AMD, as "
-                           "the reference treats it)")
+  classify_cmd
+      ->add_option("--platform", classify.platform,
+                   "platform for platform-aware rule sets (default: any other than AMD, as "
+                   "the reference treats it)")
       ->check(CLI::IsMember({"amd", "nvidia"}));
-  classify_cmd->add_option("--input", classify.format,
-                           "lines: one raw name per line; jsonl: one JSON string per line")
+  classify_cmd
+      ->add_option("--input", classify.format,
+                   "lines: one raw name per line; jsonl: one JSON string per line")
       ->check(CLI::IsMember({"lines", "jsonl"}))
       ->capture_default_str();
 

@@ -1,0 +1,31 @@
+// Chunk parser throughput: simdjson On-Demand over event chunks into kernel records, with the
+// parser warm (reused, as in the pipeline), for several chunk sizes.
+#include <benchmark/benchmark.h>
+
+#include "bench_input.h"
+#include "tracefuse/parse.h"
+
+namespace tracefuse::bench {
+namespace {
+
+void BM_ParseWarm(benchmark::State& state) {
+  const std::string& text = GeneratedTrace("amd", "lines", 64 << 20);
+  std::vector<EventChunk> chunks = Chunks(text, size_t(state.range(0)));
+  ChunkParser parser;
+  ParsedChunk out;
+  uint64_t events = 0;
+  for (auto _ : state) {
+    for (const EventChunk& c : chunks) {
+      if (!parser.Parse(c, "bench", &out).ok()) state.SkipWithError("parse failed");
+      events += out.events;
+    }
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(text.size()));
+  state.counters["events/s"] = benchmark::Counter(double(events), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ParseWarm)->Arg(1 << 20)->Arg(2 << 20)->Arg(4 << 20)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace tracefuse::bench
+
+BENCHMARK_MAIN();
