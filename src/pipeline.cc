@@ -249,11 +249,11 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
 
 }  // namespace
 
-absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
-    const std::vector<std::string>& paths, std::shared_ptr<const Classifier> classifier,
-    const PipelineOptions& options) {
-  const int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
-  tbb::task_arena arena(threads);
+namespace {
+
+absl::StatusOr<std::vector<TraceProfile>> ProfileInArena(
+    tbb::task_arena& arena, int threads, const std::vector<std::string>& paths,
+    std::shared_ptr<const Classifier> classifier, const PipelineOptions& options) {
   SharedProgress progress(options, paths.size());
   std::vector<absl::StatusOr<TraceProfile>> results;
   for (size_t i = 0; i < paths.size(); ++i) results.emplace_back(absl::UnknownError("not run"));
@@ -272,6 +272,36 @@ absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
     profiles.push_back(std::move(*r));
   }
   return profiles;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
+    const std::vector<std::string>& paths, std::shared_ptr<const Classifier> classifier,
+    const PipelineOptions& options) {
+  const int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
+  tbb::task_arena arena(threads);
+  return ProfileInArena(arena, threads, paths, std::move(classifier), options);
+}
+
+absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::string& path2,
+                                         std::shared_ptr<const Classifier> classifier,
+                                         const PipelineOptions& options,
+                                         const FusionOptions& fusion) {
+  const int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
+  tbb::task_arena arena(threads);
+  auto started = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<TraceProfile>> profiles =
+      ProfileInArena(arena, threads, {path1, path2}, std::move(classifier), options);
+  if (!profiles.ok()) return profiles.status();
+  Comparison c;
+  c.traces = std::move(*profiles);
+  auto merged = std::chrono::steady_clock::now();
+  c.read_seconds = std::chrono::duration<double>(merged - started).count();
+  arena.execute([&] { c.report = AnalyzeFusion(c.traces[0], c.traces[1], fusion); });
+  c.analyze_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - merged).count();
+  return c;
 }
 
 }  // namespace tracefuse

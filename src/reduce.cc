@@ -113,15 +113,27 @@ std::vector<uint32_t> TraceProfile::TsOrder() const {
 }
 
 std::vector<uint16_t> TraceProfile::TypeSequence() const {
-  std::vector<uint32_t> order = TsOrder();
-  std::vector<uint16_t> types(order.size());
-  for (size_t i = 0; i < order.size(); ++i) types[i] = category_of(kernels[order[i]]);
+  std::vector<uint16_t> name_category(names.size());
+  for (uint32_t n = 0; n < names.size(); ++n) name_category[n] = category_of_name(n);
+  std::vector<uint16_t> types(kernels.size());
+  bool sorted = true;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    types[i] = name_category[kernels[i].name];
+    sorted &= i == 0 || kernels[i - 1].ts_ns <= kernels[i].ts_ns;
+  }
+  if (!sorted) {  // traces are mostly in ts order: pay for the permutation only when needed
+    std::vector<uint32_t> order = TsOrder();
+    for (size_t i = 0; i < order.size(); ++i) types[i] = name_category[kernels[order[i]].name];
+  }
   return types;
 }
 
 std::vector<ChainStats> TraceProfile::Chains() const {
-  std::vector<ChainStats> chains(category_count());
-  std::vector<uint16_t> types = TypeSequence();
+  return ChainsOf(TypeSequence(), category_count());
+}
+
+std::vector<ChainStats> ChainsOf(const std::vector<uint16_t>& types, size_t category_count) {
+  std::vector<ChainStats> chains(category_count);
   size_t i = 0;
   while (i < types.size()) {
     size_t j = i + 1;
@@ -139,15 +151,21 @@ std::vector<ChainStats> TraceProfile::Chains() const {
   return chains;
 }
 
-GroupMembers TraceProfile::BuildGroupMembers() const {
+GroupMembers TraceProfile::BuildGroupMembers(const std::vector<uint32_t>& groups) const {
   GroupMembers g;
-  g.offsets.assign(group_size.size() + 1, 0);
-  for (size_t i = 0; i < group_size.size(); ++i) g.offsets[i + 1] = g.offsets[i] + group_size[i];
+  std::vector<uint32_t> slot(group_size.size(), UINT32_MAX);
+  g.offsets.assign(groups.size() + 1, 0);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    slot[groups[i]] = static_cast<uint32_t>(i);
+    g.offsets[i + 1] = g.offsets[i] + group_size[groups[i]];
+  }
   g.members.resize(g.offsets.back());
   std::vector<uint32_t> fill(g.offsets.begin(), g.offsets.end() - 1);
   for (size_t k = 0; k < kernels.size(); ++k) {
-    if (kernels[k].group != kNoGroup)
-      g.members[fill[kernels[k].group]++] = static_cast<uint32_t>(k);
+    uint32_t group = kernels[k].group;
+    if (group != kNoGroup && slot[group] != UINT32_MAX) {
+      g.members[fill[slot[group]]++] = static_cast<uint32_t>(k);
+    }
   }
   return g;
 }

@@ -5,7 +5,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "tracefuse/strings.h"
 
@@ -18,16 +20,6 @@ std::string DumpJson(const Json& json, int indent) {
 namespace {
 
 double Micros(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
-
-std::string Thousands(uint64_t v) {
-  std::string digits = StrCat(v);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
 
 std::string HumanBytes(uint64_t b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -136,6 +128,459 @@ absl::Status WriteOutput(const std::string& path, std::string_view content) {
     return absl::UnavailableError(StrCat(path, ": ", std::strerror(err)));
   }
   return absl::OkStatus();
+}
+
+}  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+const std::array<std::string, 2> kCompatLabels = {"Trace 1", "Trace 2"};
+
+double Millis(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+std::string RatioText(double r) {
+  if (std::isinf(r)) return "inf";
+  return fmt::format("{:.2f}x", r);
+}
+
+const char* MappingKindName(FusionMapping::Kind k) {
+  switch (k) {
+    case FusionMapping::Kind::kSequence:
+      return "sequence";
+    case FusionMapping::Kind::kImbalance:
+      return "count imbalance";
+    case FusionMapping::Kind::kPartial:
+      return "partial";
+    case FusionMapping::Kind::kChain:
+      return "chain";
+  }
+  return "";
+}
+
+int64_t KernelTimeNs(const TraceProfile& p) {
+  int64_t t = 0;
+  for (int64_t x : p.name_time_ns) t += x;
+  return t;
+}
+
+}  // namespace
+
+namespace {
+
+// Writes JSON as Python's json.dumps(obj, indent=2) does: ", " / ": " separators with one
+// value per line, empty containers as [] and {}, ASCII-only strings (\uXXXX escapes), floats
+// in repr form (shortest round trip, "1.0" for integral values) and infinities as null (the
+// reference sanitises them so). Streaming: a report with 100,000 mappings is written without
+// building a document tree.
+class PyJsonWriter {
+ public:
+  explicit PyJsonWriter(std::string* out) : out_(out) {}
+
+  void BeginObject() { Open('{'); }
+  void EndObject() { Close('}'); }
+  void BeginArray() { Open('['); }
+  void EndArray() { Close(']'); }
+  void Key(std::string_view k) {
+    NextItem();
+    String(k);
+    *out_ += ": ";
+    after_key_ = true;
+  }
+  void Value(std::string_view s) {
+    NextItem();
+    String(s);
+  }
+  void Value(const char* s) { Value(std::string_view(s)); }
+  void Value(const std::string& s) { Value(std::string_view(s)); }
+  void Value(double d) {
+    NextItem();
+    if (!std::isfinite(d)) {
+      *out_ += "null";
+      return;
+    }
+    std::string r = fmt::format("{}", d);
+    if (r.find_first_of(".e") == std::string::npos) r += ".0";
+    *out_ += r;
+  }
+  template <typename Int, typename = std::enable_if_t<std::is_integral_v<Int>>>
+  void Value(Int v) {
+    NextItem();
+    *out_ += std::to_string(v);
+  }
+  template <typename V>
+  void Field(std::string_view key, const V& value) {
+    Key(key);
+    Value(value);
+  }
+
+ private:
+  void Open(char c) {
+    NextItem();
+    *out_ += c;
+    has_items_.push_back(false);
+  }
+  void Close(char c) {
+    bool had = has_items_.back();
+    has_items_.pop_back();
+    if (had) Newline();
+    *out_ += c;
+  }
+  void NextItem() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (has_items_.empty()) return;
+    if (has_items_.back()) *out_ += ',';
+    has_items_.back() = true;
+    Newline();
+  }
+  void Newline() {
+    *out_ += '\n';
+    out_->append(2 * has_items_.size(), ' ');
+  }
+  void String(std::string_view s) {
+    *out_ += '"';
+    for (size_t i = 0; i < s.size();) {
+      unsigned char c = static_cast<unsigned char>(s[i]);
+      if (c == '"' || c == '\\') {
+        *out_ += '\\';
+        *out_ += static_cast<char>(c);
+        ++i;
+      } else if (c == '\n') {
+        *out_ += "\\n", ++i;
+      } else if (c == '\r') {
+        *out_ += "\\r", ++i;
+      } else if (c == '\t') {
+        *out_ += "\\t", ++i;
+      } else if (c == '\b') {
+        *out_ += "\\b", ++i;
+      } else if (c == '\f') {
+        *out_ += "\\f", ++i;
+      } else if (c < 0x20) {
+        *out_ += fmt::format("\\u{:04x}", c), ++i;
+      } else if (c < 0x80) {
+        *out_ += static_cast<char>(c), ++i;
+      } else {
+        uint32_t cp = DecodeUtf8(s, &i);
+        if (cp >= 0x10000) {
+          cp -= 0x10000;
+          *out_ += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+        } else {
+          *out_ += fmt::format("\\u{:04x}", cp);
+        }
+      }
+    }
+    *out_ += '"';
+  }
+  // One code point from UTF-8; an invalid byte becomes U+FFFD.
+  static uint32_t DecodeUtf8(std::string_view s, size_t* i) {
+    unsigned char c = static_cast<unsigned char>(s[*i]);
+    int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : -1;
+    if (extra < 0 || *i + extra >= s.size() + (extra > 0 ? 0 : 1)) {
+      ++*i;
+      return 0xFFFD;
+    }
+    uint32_t cp = c & (0x3F >> extra);
+    for (int k = 1; k <= extra; ++k) {
+      unsigned char cc = static_cast<unsigned char>(s[*i + k]);
+      if ((cc & 0xC0) != 0x80) {
+        ++*i;
+        return 0xFFFD;
+      }
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    *i += extra + 1;
+    return cp;
+  }
+
+  std::string* out_;
+  std::vector<bool> has_items_;
+  bool after_key_ = false;
+};
+
+}  // namespace
+
+std::string FusionJson(const FusionReport& r, const CompareContext& c) {
+  std::string out;
+  PyJsonWriter w(&out);
+  w.BeginObject();
+  w.Key("metadata");
+  w.BeginObject();
+  w.Field("trace1_gpu", ReferenceGpuName(c.traces[0]->metadata));
+  w.Field("trace2_gpu", ReferenceGpuName(c.traces[1]->metadata));
+  w.Field("trace1_total_kernels", r.total_kernels[0]);
+  w.Field("trace2_total_kernels", r.total_kernels[1]);
+  w.Field("trace1_correlation_groups", r.large_groups[0]);
+  w.Field("trace2_correlation_groups", r.large_groups[1]);
+  w.Field("matched_groups", r.matched_groups);
+  w.EndObject();
+
+  w.Key("global_counts");
+  w.BeginObject();
+  for (const GlobalCount& g : r.global_counts) {
+    w.Key(g.type);
+    w.BeginObject();
+    w.Field("trace1_count", g.trace1);
+    w.Field("trace2_count", g.trace2);
+    w.Field("ratio", g.ratio);
+    w.EndObject();
+  }
+  w.EndObject();
+
+  w.Key("fusion_opportunities");
+  w.BeginArray();
+  for (const FusionOpportunity& o : r.opportunities) {
+    w.BeginObject();
+    w.Field("kernel_type", o.kernel_type);
+    w.Field("trace1_total", o.trace1_total);
+    w.Field("trace2_total", o.trace2_total);
+    if (o.avg_is_integer_zero) {
+      w.Field("trace1_avg_per_group", 0);
+      w.Field("trace2_avg_per_group", 0);
+    } else {
+      w.Field("trace1_avg_per_group", o.trace1_avg_per_group);
+      w.Field("trace2_avg_per_group", o.trace2_avg_per_group);
+    }
+    w.Field("trace1_time_ms", o.trace1_time_ms);
+    w.Field("trace2_time_ms", o.trace2_time_ms);
+    w.Field("time_ratio", o.time_ratio);
+    w.Field("ratio", o.ratio);
+    w.Field("fused_by", kCompatLabels[o.fused_by]);
+    w.Field("groups_affected", o.groups_affected);
+    w.Field("total_groups", o.total_groups);
+    w.EndObject();
+  }
+  w.EndArray();
+
+  w.Key("fusion_mappings");
+  w.BeginArray();
+  for (const FusionMapping& m : r.mappings) {
+    w.BeginObject();
+    w.Field("fused_platform", kCompatLabels[m.fused_side]);
+    w.Field("fused_kernel_type", m.fused_kernel_type);
+    w.Field("fused_count", m.fused_count);
+    w.Field("unfused_platform", kCompatLabels[1 - m.fused_side]);
+    w.Key("unfused_sequence");
+    w.BeginArray();
+    for (const std::string& t : m.unfused_sequence) w.Value(t);
+    w.EndArray();
+    w.Key("unfused_count_per_type");
+    w.BeginObject();
+    for (const auto& [type, n] : m.unfused_count_per_type) w.Field(type, n);
+    w.EndObject();
+    w.Field("pattern_count", m.pattern_count);
+    w.Field("pattern_confidence", m.pattern_confidence);
+    w.Field("evidence", Evidence(m, kCompatLabels));
+    if (m.correlation_groups) {
+      w.Field("correlation_group_trace1", m.correlation_groups->first);
+      w.Field("correlation_group_trace2", m.correlation_groups->second);
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+
+  // What the reference does not report.
+  w.Key("tracefuse");
+  w.BeginObject();
+  w.Field("version", TRACEFUSE_VERSION);
+  w.Field("rule_set", c.traces[0]->classifier->rule_set().name());
+  w.Field("min_group_size", c.min_group_size);
+  w.Key("traces");
+  w.BeginArray();
+  for (int s = 0; s < 2; ++s) {
+    const TraceProfile& p = *c.traces[s];
+    w.BeginObject();
+    w.Field("label", c.labels[s]);
+    w.Field("path", p.path);
+    w.Field("platform", PlatformName(p.platform));
+    w.Field("platform_evidence", p.platform_evidence);
+    w.Field("gpu", p.gpu);
+    w.Field("bytes", p.input_bytes);
+    w.Field("file_bytes", p.file_bytes);
+    w.Field("kernels", p.kernels.size());
+    w.Field("kernel_time_us", Millis(KernelTimeNs(p)) * 1000);
+    w.Key("kernel_time_us_by_category");
+    w.BeginObject();
+    std::vector<CategoryTotals> totals = p.PerCategory();
+    for (size_t t = 0; t < totals.size(); ++t) {
+      if (totals[t].kernels > 0) w.Field(p.category_name(uint16_t(t)), Millis(totals[t].time_ns) * 1000);
+    }
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("timings_seconds");
+  w.BeginObject();
+  w.Field("read_and_reduce", c.read_seconds);
+  w.Field("analyze", c.analyze_seconds);
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+  out += '\n';
+  return out;
+}
+
+std::string FusionText(const FusionReport& r, const CompareContext& c, bool markdown) {
+  const std::array<std::string, 2>& L = c.labels;
+  const TraceProfile& a = *c.traces[0];
+  const TraceProfile& b = *c.traces[1];
+  std::string out;
+  auto add = [&](const std::string& s) {
+    out += s;
+    out += '\n';
+  };
+  auto heading = [&](const std::string& title) {
+    add("");
+    add(markdown ? "## " + title : title);
+    if (!markdown) add(std::string(title.size(), '-'));
+  };
+
+  add(markdown ? fmt::format("# Fusion comparison: {} vs {}", L[0], L[1])
+               : fmt::format("FUSION COMPARISON: {} vs {}", L[0], L[1]));
+  if (markdown) {
+    add("");
+    add("| | trace | platform | GPU | kernels | kernel time | groups >= " +
+        std::to_string(c.min_group_size) + " |");
+    add("|---|---|---|---|---:|---:|---:|");
+  }
+  for (int s = 0; s < 2; ++s) {
+    const TraceProfile& p = *c.traces[s];
+    std::string gpu = p.gpu.empty() ? "(GPU not named)" : p.gpu;
+    if (markdown) {
+      add(fmt::format("| {} | `{}` | {} | {} | {} | {:.3f} ms | {} |", L[s], p.path,
+                      PlatformName(p.platform), gpu, Thousands(p.kernels.size()),
+                      Millis(KernelTimeNs(p)), r.large_groups[s]));
+    } else {
+      add(fmt::format("  {:<10} {} | {} | {} | {} kernels, {:.3f} ms kernel time | {} groups >= {}",
+                      L[s], p.path, PlatformName(p.platform), gpu, Thousands(p.kernels.size()),
+                      Millis(KernelTimeNs(p)), r.large_groups[s], c.min_group_size));
+    }
+  }
+  add(fmt::format("{}Matched correlation groups: {}; rule set: {}", markdown ? "\n" : "  ",
+                  r.matched_groups, a.classifier->rule_set().name()));
+
+  // Per-type table, by total count.
+  heading("Kernel types");
+  std::vector<CategoryTotals> ta = a.PerCategory(), tb = b.PerCategory();
+  std::vector<size_t> order;
+  for (size_t t = 0; t < ta.size(); ++t)
+    if (ta[t].kernels + tb[t].kernels > 0) order.push_back(t);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return ta[x].kernels + tb[x].kernels > ta[y].kernels + tb[y].kernels;
+  });
+  if (markdown) {
+    add(fmt::format("| type | {0} count | {1} count | count ratio | {0} ms | {1} ms | time ratio |",
+                    L[0], L[1]));
+    add("|---|---:|---:|---:|---:|---:|---:|");
+  } else {
+    add(fmt::format("  {:<20} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}", "type",
+                    L[0].substr(0, 6) + " count", L[1].substr(0, 6) + " count", "ratio",
+                    L[0].substr(0, 9) + " ms", L[1].substr(0, 9) + " ms", "ratio"));
+  }
+  for (size_t t : order) {
+    const std::string& name = a.category_name(uint16_t(t));
+    double count_ratio = tb[t].kernels ? double(ta[t].kernels) / double(tb[t].kernels)
+                                       : std::numeric_limits<double>::infinity();
+    double time_ratio = tb[t].time_ns ? double(ta[t].time_ns) / double(tb[t].time_ns)
+                                      : std::numeric_limits<double>::infinity();
+    if (markdown) {
+      add(fmt::format("| {} | {} | {} | {} | {:.3f} | {:.3f} | {} |", name, Thousands(ta[t].kernels),
+                      Thousands(tb[t].kernels), RatioText(count_ratio), Millis(ta[t].time_ns),
+                      Millis(tb[t].time_ns), RatioText(time_ratio)));
+    } else {
+      add(fmt::format("  {:<20} {:>12} {:>12} {:>8} {:>12.3f} {:>12.3f} {:>8}", name,
+                      Thousands(ta[t].kernels), Thousands(tb[t].kernels), RatioText(count_ratio),
+                      Millis(ta[t].time_ns), Millis(tb[t].time_ns), RatioText(time_ratio)));
+    }
+  }
+
+  const size_t kTop = 10;
+  heading("Fusion opportunities (by impact)");
+  if (r.opportunities.empty()) add("  No significant fusion differences detected.");
+  for (size_t i = 0; i < r.opportunities.size() && i < kTop; ++i) {
+    const FusionOpportunity& o = r.opportunities[i];
+    std::string where = o.from_groups ? fmt::format("in {} of {} matched groups", o.groups_affected,
+                                                    o.total_groups)
+                                      : "over the whole traces";
+    add(fmt::format("{}{}: {} runs {} kernels vs {} on {} ({} fewer calls on {}, {}); time {:.3f} "
+                    "vs {:.3f} ms",
+                    markdown ? "- " : "  ", o.kernel_type, L[0], Thousands(o.trace1_total),
+                    Thousands(o.trace2_total), L[1], RatioText(o.ratio), L[o.fused_by], where,
+                    o.trace1_time_ms, o.trace2_time_ms));
+  }
+  if (r.opportunities.size() > kTop) add(fmt::format("  ... and {} more", r.opportunities.size() - kTop));
+
+  heading("Fusion mappings");
+  if (r.mappings.empty()) add("  None found.");
+  for (auto kind : {FusionMapping::Kind::kSequence, FusionMapping::Kind::kImbalance,
+                    FusionMapping::Kind::kPartial, FusionMapping::Kind::kChain}) {
+    // Per-group mappings repeat once per matched group: fold equal evidence together.
+    std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> folded;  // evidence, (groups, calls)
+    for (const FusionMapping& m : r.mappings) {
+      if (m.kind != kind) continue;
+      std::string ev = Evidence(m, L);
+      auto it = std::find_if(folded.begin(), folded.end(), [&](const auto& e) { return e.first == ev; });
+      if (it == folded.end()) {
+        folded.push_back({ev, {0, 0}});
+        it = folded.end() - 1;
+      }
+      it->second.first += m.correlation_groups ? 1 : 0;
+      it->second.second += m.pattern_count;
+    }
+    if (folded.empty()) continue;
+    std::stable_sort(folded.begin(), folded.end(),
+                     [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
+    add(fmt::format("{}{} ({}):", markdown ? "\n**" : "  ", MappingKindName(kind),
+                    folded.size()) + (markdown ? "**" : ""));
+    for (size_t i = 0; i < folded.size() && i < 5; ++i) {
+      const auto& [ev, n] = folded[i];
+      std::string groups = n.first > 0 ? fmt::format(" [{} groups, {} calls]", n.first, n.second) : "";
+      add(fmt::format("{}{}{}", markdown ? "- " : "    ", ev, groups));
+    }
+    if (folded.size() > 5) add(fmt::format("{}... and {} more", markdown ? "- " : "    ", folded.size() - 5));
+  }
+  return out;
+}
+
+std::string FusionCsv(const FusionReport& r, const CompareContext& c) {
+  auto quote = [](const std::string& s) {
+    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char ch : s) {
+      if (ch == '"') q += '"';
+      q += ch;
+    }
+    return q + "\"";
+  };
+  auto num = [](double v) { return std::isinf(v) ? std::string("inf") : fmt::format("{}", v); };
+  const TraceProfile& a = *c.traces[0];
+  const TraceProfile& b = *c.traces[1];
+  std::vector<CategoryTotals> ta = a.PerCategory(), tb = b.PerCategory();
+  std::string out =
+      "kernel_type,trace1_count,trace2_count,trace1_time_ms,trace2_time_ms,count_ratio,time_ratio,"
+      "opportunity,fused_by,opportunity_ratio,groups_affected,total_groups\n";
+  for (size_t t = 0; t < ta.size(); ++t) {
+    if (ta[t].kernels + tb[t].kernels == 0) continue;
+    const std::string& name = a.category_name(uint16_t(t));
+    auto o = std::find_if(r.opportunities.begin(), r.opportunities.end(),
+                          [&](const FusionOpportunity& x) { return x.kernel_type == name; });
+    double count_ratio = tb[t].kernels ? double(ta[t].kernels) / double(tb[t].kernels)
+                                       : std::numeric_limits<double>::infinity();
+    double time_ratio = tb[t].time_ns ? double(ta[t].time_ns) / double(tb[t].time_ns)
+                                      : std::numeric_limits<double>::infinity();
+    out += fmt::format("{},{},{},{},{},{},{},", quote(name), ta[t].kernels, tb[t].kernels,
+                       num(Millis(ta[t].time_ns)), num(Millis(tb[t].time_ns)), num(count_ratio),
+                       num(time_ratio));
+    if (o != r.opportunities.end()) {
+      out += fmt::format("yes,{},{},{},{}\n", quote(c.labels[o->fused_by]), num(o->ratio),
+                         o->groups_affected, o->total_groups);
+    } else {
+      out += "no,,,,\n";
+    }
+  }
+  return out;
 }
 
 }  // namespace tracefuse

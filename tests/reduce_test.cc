@@ -53,9 +53,12 @@ TEST(Reducer, GroupsInFirstAppearanceOrderAcrossChunks) {
   EXPECT_EQ(p.names, (std::vector<std::string>{"a1", "b1", "c1", "b2", "a2"}));
   EXPECT_EQ(p.group_correlation, (std::vector<int64_t>{7, 3, 9}));
   EXPECT_EQ(p.group_size, (std::vector<uint32_t>{3, 2, 1}));
-  GroupMembers g = p.BuildGroupMembers();
+  GroupMembers g = p.BuildGroupMembers({0, 1, 2});
   EXPECT_EQ(g.offsets, (std::vector<uint32_t>{0, 3, 5, 6}));
   EXPECT_EQ(g.members, (std::vector<uint32_t>{0, 2, 6, 1, 4, 5}));
+  GroupMembers some = p.BuildGroupMembers({2, 0});
+  EXPECT_EQ(some.offsets, (std::vector<uint32_t>{0, 1, 4}));
+  EXPECT_EQ(some.members, (std::vector<uint32_t>{5, 0, 2, 6}));
   EXPECT_EQ(p.name_kernels, (std::vector<uint64_t>{3, 1, 1, 1, 1}));
   EXPECT_EQ(p.GroupsAtLeast(2), 2u);
   std::vector<CategoryTotals> per = p.PerCategory();

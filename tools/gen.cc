@@ -31,7 +31,7 @@ struct Options {
   std::string layout = "lines";
   std::string output = "-";
   uint64_t seed = 1;
-  int layers = 32;
+  int layers = 8;
   int eager_per_step = 6;
   int python_per_kernel = 1;
   uint64_t steps = 0;  // 0: as many as the size allows

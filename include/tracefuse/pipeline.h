@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tracefuse/analyze.h"
 #include "tracefuse/classify.h"
 #include "tracefuse/reduce.h"
 
@@ -29,7 +30,7 @@ struct ProgressUpdate {
 struct PipelineOptions {
   int threads = 0;  // 0: DefaultThreadCount()
   size_t chunk_bytes = 2u << 20;
-  size_t window_bytes = 8u << 20;
+  size_t window_bytes = 2u << 20;
   // Called from the reading stage, at most once per block; must be thread-safe.
   std::function<void(const ProgressUpdate&)> progress;
 };
@@ -42,6 +43,20 @@ int DefaultThreadCount();
 absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
     const std::vector<std::string>& paths, std::shared_ptr<const Classifier> classifier,
     const PipelineOptions& options);
+
+struct Comparison {
+  std::vector<TraceProfile> traces;  // the two profiles, in argument order
+  FusionReport report;
+  double read_seconds = 0;     // both traces streamed and reduced, concurrently
+  double analyze_seconds = 0;  // the final merge stage
+};
+
+// Profiles both traces concurrently, then merges them into a fusion report, all on the same
+// `options.threads` threads.
+absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::string& path2,
+                                         std::shared_ptr<const Classifier> classifier,
+                                         const PipelineOptions& options,
+                                         const FusionOptions& fusion);
 
 }  // namespace tracefuse
 

@@ -71,8 +71,11 @@ struct ChainStats {
   uint64_t kernels = 0;        // all kernels of this category
 };
 
-// Correlation-group member lists in compressed form: group g holds
-// members[offsets[g] .. offsets[g + 1]), kernel indices in trace order.
+// Chain statistics of a type sequence (categories in ts order), indexed by category.
+std::vector<ChainStats> ChainsOf(const std::vector<uint16_t>& types, size_t category_count);
+
+// Member lists of chosen correlation groups in compressed form: the i-th chosen group holds
+// members[offsets[i] .. offsets[i + 1]), kernel indices in trace order.
 struct GroupMembers {
   std::vector<uint32_t> offsets;
   std::vector<uint32_t> members;
@@ -117,7 +120,7 @@ struct TraceProfile {
   std::vector<uint32_t> TsOrder() const;            // kernel indices sorted by ts, stable
   std::vector<uint16_t> TypeSequence() const;       // categories in ts order
   std::vector<ChainStats> Chains() const;           // indexed by category
-  GroupMembers BuildGroupMembers() const;
+  GroupMembers BuildGroupMembers(const std::vector<uint32_t>& groups) const;
   size_t GroupsAtLeast(uint32_t size) const;
 };
 

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
+#include "tracefuse/analyze.h"
 #include "tracefuse/reduce.h"
 
 namespace tracefuse {
@@ -17,6 +18,21 @@ using Json = nlohmann::ordered_json;
 // `tracefuse stats`: one trace's shape. `elapsed_seconds` is the command's wall time.
 Json StatsJson(const TraceProfile& profile, double elapsed_seconds);
 std::string StatsText(const TraceProfile& profile, double elapsed_seconds);
+
+// What a fusion report shows besides the analysis itself.
+struct CompareContext {
+  std::array<const TraceProfile*, 2> traces{};
+  std::array<std::string, 2> labels;  // names for the two sides in text, markdown and CSV
+  uint32_t min_group_size = 50;
+  double read_seconds = 0;     // both traces streamed and reduced (concurrently)
+  double analyze_seconds = 0;  // the merge stage
+};
+
+// `tracefuse compare`. The JSON keeps the reference's schema and values exactly ("Trace 1" and
+// "Trace 2" in platform fields and evidence, infinities as null) and adds one key, "tracefuse".
+std::string FusionJson(const FusionReport& report, const CompareContext& context);
+std::string FusionText(const FusionReport& report, const CompareContext& context, bool markdown);
+std::string FusionCsv(const FusionReport& report, const CompareContext& context);
 
 // Serialises with UTF-8 kept as is (invalid bytes replaced), `indent` < 0 for one line.
 std::string DumpJson(const Json& json, int indent = 2);

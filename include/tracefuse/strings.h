@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <string>
@@ -29,6 +30,19 @@ std::string StrCat(const Args&... args) {
 template <typename... Args>
 void StrAppend(std::string* out, const Args&... args) {
   (fmt::format_to(std::back_inserter(*out), "{}", args), ...);
+}
+
+// 1234567 -> "1,234,567" (Python's "{:,}").
+template <typename Int>
+std::string Thousands(Int v) {
+  const bool negative = v < 0;
+  std::string digits = std::to_string(negative ? -static_cast<int64_t>(v) : v);
+  std::string out = negative ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
 }
 
 struct StringHash {

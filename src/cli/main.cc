@@ -4,7 +4,9 @@
 // 2 usage error (bad flags, unknown rule set); 3 I/O error (missing file, directory, unreadable).
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <mutex>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -14,6 +16,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "simdjson.h"
+#include "fmt/format.h"
+#include "tracefuse/analyze.h"
 #include "tracefuse/classify.h"
 #include "tracefuse/pipeline.h"
 #include "tracefuse/report.h"
@@ -79,6 +83,95 @@ int RunStats(const StatsArgs& a) {
   const TraceProfile& p = profiles->front();
   std::string out =
       a.format == "json" ? DumpJson(StatsJson(p, elapsed)) + "\n" : StatsText(p, elapsed);
+  absl::Status written = WriteOutput(a.output, out);
+  return written.ok() ? kExitOk : Fail(written, kExitIo);
+}
+
+// --- compare -----------------------------------------------------------------------------------
+
+struct CompareArgs {
+  std::string trace1, trace2;
+  std::string format = "text";
+  std::string output = "-";
+  std::string ruleset = "wafer-kernel";
+  std::string progress = "auto";
+  std::string label1, label2;
+  uint32_t min_group_size = 50;
+  int threads = 0;
+};
+
+// One self-overwriting line on stderr: bytes read of the total, speed, time left.
+class ProgressLine {
+ public:
+  void Update(const ProgressUpdate& u) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto now = std::chrono::steady_clock::now();
+    if (printed_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    printed_ = true;
+    double seconds = std::chrono::duration<double>(now - start_).count();
+    double rate = seconds > 0 ? double(u.file_bytes_read) / seconds : 0;
+    std::string eta = "?";
+    if (rate > 0 && u.file_bytes_total >= u.file_bytes_read) {
+      eta = fmt::format("{:.0f}s", double(u.file_bytes_total - u.file_bytes_read) / rate);
+    }
+    std::fprintf(stderr, "\r\x1b[Ktracefuse: %.2f of %.2f GB read, %.2f GB/s, ETA %s",
+                 double(u.file_bytes_read) / 1e9, double(u.file_bytes_total) / 1e9, rate / 1e9,
+                 eta.c_str());
+  }
+  ~ProgressLine() {
+    if (printed_) std::fprintf(stderr, "\r\x1b[K");
+  }
+
+ private:
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_;
+  bool printed_ = false;
+};
+
+std::array<std::string, 2> DefaultLabels(const TraceProfile& a, const TraceProfile& b) {
+  if (a.platform != b.platform && a.platform != Platform::kUnknown &&
+      b.platform != Platform::kUnknown) {
+    return {std::string(PlatformName(a.platform)), std::string(PlatformName(b.platform))};
+  }
+  return {"Trace 1", "Trace 2"};
+}
+
+int RunCompare(const CompareArgs& a) {
+  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
+  if (!classifier.ok()) return Fail(classifier.status(), kExitUsage);
+  PipelineOptions options;
+  options.threads = a.threads;
+  std::unique_ptr<ProgressLine> progress;
+  if (a.progress == "always" || (a.progress == "auto" && isatty(STDERR_FILENO))) {
+    progress = std::make_unique<ProgressLine>();
+    options.progress = [p = progress.get()](const ProgressUpdate& u) { p->Update(u); };
+  }
+  FusionOptions fusion;
+  fusion.min_group_size = a.min_group_size;
+  absl::StatusOr<Comparison> comparison =
+      CompareTraces(a.trace1, a.trace2, *classifier, options, fusion);
+  progress.reset();
+  if (!comparison.ok()) return Fail(comparison.status());
+  const FusionReport& report = comparison->report;
+  const std::vector<TraceProfile>& traces = comparison->traces;
+  CompareContext context;
+  context.read_seconds = comparison->read_seconds;
+  context.analyze_seconds = comparison->analyze_seconds;
+  context.traces = {&traces[0], &traces[1]};
+  context.labels = DefaultLabels(traces[0], traces[1]);
+  if (!a.label1.empty()) context.labels[0] = a.label1;
+  if (!a.label2.empty()) context.labels[1] = a.label2;
+  context.min_group_size = a.min_group_size;
+  std::string out;
+  if (a.format == "json") {
+    out = FusionJson(report, context);
+  } else if (a.format == "csv") {
+    out = FusionCsv(report, context);
+  } else {
+    out = FusionText(report, context, a.format == "markdown");
+  }
   absl::Status written = WriteOutput(a.output, out);
   return written.ok() ? kExitOk : Fail(written, kExitIo);
 }
@@ -182,6 +275,33 @@ int Main(int argc, char** argv) {
                    "worker threads (default: $SLURM_CPUS_PER_TASK, else the CPUs available)")
       ->check(CLI::PositiveNumber);
 
+  CompareArgs compare;
+  CLI::App* compare_cmd = app.add_subcommand(
+      "compare", "Compare two traces (e.g. AMD vs NVIDIA): which platform fuses which operations");
+  compare_cmd->add_option("TRACE1", compare.trace1, "first trace (.json or .json.gz)")->required();
+  compare_cmd->add_option("TRACE2", compare.trace2, "second trace (.json or .json.gz)")->required();
+  compare_cmd->add_option("--format", compare.format,
+                          "text and markdown for people; json keeps wafer's schema (plus a "
+                          "\"tracefuse\" key); csv has one row per kernel type")
+      ->check(CLI::IsMember({"text", "json", "csv", "markdown"}))
+      ->capture_default_str();
+  compare_cmd->add_option("-o,--output", compare.output, "write to FILE (atomically) instead of stdout");
+  compare_cmd->add_option("--ruleset", compare.ruleset, rules_help)->capture_default_str();
+  compare_cmd->add_option("--min-group-size", compare.min_group_size,
+                          "smallest correlation group (graph replay) that is matched")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  compare_cmd->add_option("--threads", compare.threads,
+                          "worker threads (default: $SLURM_CPUS_PER_TASK, else the CPUs available)")
+      ->check(CLI::PositiveNumber);
+  compare_cmd->add_option("--progress", compare.progress,
+                          "progress line on stderr: auto shows it only when stderr is a terminal")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  compare_cmd->add_option("--label1", compare.label1,
+                          "name for trace 1 in text, markdown and CSV (default: its platform)");
+  compare_cmd->add_option("--label2", compare.label2, "name for trace 2");
+
   ClassifyArgs classify;
   CLI::App* classify_cmd = app.add_subcommand(
       "classify", "Classify kernel names, one per line, printing one JSON object per line");
@@ -213,6 +333,7 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   if (stats_cmd->parsed()) return RunStats(stats);
+  if (compare_cmd->parsed()) return RunCompare(compare);
   if (classify_cmd->parsed()) return RunClassify(classify);
   return kExitUsage;
 }

@@ -1,0 +1,128 @@
+// Stage 6: the fusion comparison of two reduced traces.
+//
+// Reproduces wafer-core's analyze_fusion_differences (../shared/spec/reference-trace-compare.md
+// §4) result for result, but not cost for cost: group matching buckets trace-2 groups by
+// signature and then by (size, composition), so each trace-1 group scores a handful of classes
+// instead of every candidate, and all counts come from one pass over each group or sequence
+// instead of list.count inside loops. The merge is near-linear in kernels and groups.
+//
+// Where the reference breaks ties by hash order, tracefuse uses the rule set's category order
+// (the order of `categories` in the rule file): the order of global counts, of opportunities
+// with equal impact, of mappings inside each block, and of partial-fusion targets with equal
+// counts. Its other tie rules are kept: first occurrence for predecessors and imbalance targets,
+// first in trace-2 order among equally scored candidate groups.
+#ifndef TRACEFUSE_ANALYZE_H_
+#define TRACEFUSE_ANALYZE_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tracefuse/reduce.h"
+
+namespace tracefuse {
+
+struct FusionOptions {
+  uint32_t min_group_size = 50;  // correlation groups smaller than this are not matched
+};
+
+struct GlobalCount {
+  std::string type;
+  uint64_t trace1 = 0;
+  uint64_t trace2 = 0;
+  double ratio = 0;  // trace1 / trace2; +inf when trace2 is 0
+};
+
+struct FusionOpportunity {
+  std::string kernel_type;
+  uint64_t trace1_total = 0;
+  uint64_t trace2_total = 0;
+  double trace1_avg_per_group = 0;
+  double trace2_avg_per_group = 0;
+  bool avg_is_integer_zero = false;  // the reference writes the integer 0 (global path, no matches)
+  double trace1_time_ms = 0;
+  double trace2_time_ms = 0;
+  double time_ratio = 0;  // may be +inf
+  double ratio = 0;       // may be +inf
+  int fused_by = 0;       // 0: trace 1, 1: trace 2
+  uint64_t groups_affected = 0;
+  uint64_t total_groups = 0;
+  bool from_groups = false;  // found in matched groups (else in the whole traces)
+
+  double impact() const {
+    return ratio * static_cast<double>(trace1_total + trace2_total);
+  }
+};
+
+struct FusionMapping {
+  enum class Kind : uint8_t {
+    kSequence,   // A+B on one side, A alone on the other
+    kImbalance,  // type called much more often on one side
+    kPartial,    // imbalance explained by what the other side's matched groups have more of
+    kChain,      // the same type in longer consecutive runs on one side
+  };
+  Kind kind = Kind::kSequence;
+  int fused_side = 0;  // 0: trace 1, 1: trace 2; the unfused side is the other one
+  std::string fused_kernel_type;
+  int64_t fused_count = 0;
+  std::vector<std::string> unfused_sequence;
+  std::vector<std::pair<std::string, int64_t>> unfused_count_per_type;
+  int64_t pattern_count = 0;
+  double pattern_confidence = 0;
+  std::optional<std::pair<int64_t, int64_t>> correlation_groups;  // per-group mappings only
+
+  // What the evidence sentence needs besides the fields above.
+  std::string type;      // the imbalanced / chained / trailing type
+  double ratio = 0;      // imbalance and partial: max/min counts; chain: avg ratio
+  int64_t unfused_count = 0;
+  int64_t groups_analyzed = 0;  // partial
+  std::vector<std::pair<std::string, int64_t>> targets;  // partial, up to 3
+  double unfused_avg = 0, fused_avg = 0;                  // chain
+  int64_t unfused_chains = 0, fused_chains = 0;           // chain
+  int64_t unfused_total = 0, fused_total = 0;             // chain
+};
+
+// The reference's evidence sentence, with `labels` naming trace 1 and trace 2 ("Trace 1" and
+// "Trace 2" in the compatible JSON, the real platform names in text reports).
+std::string Evidence(const FusionMapping& m, const std::array<std::string, 2>& labels);
+
+struct FusionReport {
+  std::array<uint64_t, 2> total_kernels{};
+  std::array<uint64_t, 2> large_groups{};
+  uint64_t matched_groups = 0;
+  std::vector<GlobalCount> global_counts;
+  std::vector<FusionOpportunity> opportunities;  // sorted by impact, descending
+  std::vector<FusionMapping> mappings;           // per-group, partial, chain, global blocks
+};
+
+// The GPU name as the reference reports it: deviceProperties[0].name, else "MI300X" for a trace
+// its rule calls AMD and "Unknown GPU" otherwise.
+std::string ReferenceGpuName(const TraceMetadata& metadata);
+
+FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace2,
+                           const FusionOptions& options = {});
+
+// Matching of large correlation groups (§4.1 step 3), exposed for tests and benchmarks.
+// Groups are given by size and kernel types (category per kernel, in group order); returns
+// (trace-1 index, trace-2 index) pairs in processing order.
+struct GroupShape {
+  uint32_t size = 0;
+  bool has_attention = false;
+  bool has_ffn = false;
+  std::vector<uint16_t> types;  // per kernel, in group list order
+};
+std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupShape>& groups1,
+                                                       const std::vector<GroupShape>& groups2);
+
+// Sequence-mapping detection (§4.2) on two ts-ordered type sequences; `other` is the category
+// excluded from imbalance targets. Appends to `out` in the reference's block order.
+void FindSequenceMappings(const std::vector<uint16_t>& types1, const std::vector<uint16_t>& types2,
+                          const std::vector<std::string>& category_names, uint16_t other,
+                          std::vector<FusionMapping>* out);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_ANALYZE_H_
