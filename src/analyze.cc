@@ -23,38 +23,12 @@ std::string Lower(std::string_view s) {
   return l;
 }
 
-// Composition of a group: the set of its categories.
 using Composition = std::vector<uint64_t>;
-
-Composition CompositionOf(const std::vector<uint16_t>& types, size_t words) {
-  Composition c(words, 0);
-  for (uint16_t t : types) c[t >> 6] |= uint64_t{1} << (t & 63);
-  return c;
-}
 
 int Intersection(const Composition& a, const Composition& b) {
   int n = 0;
-  for (size_t i = 0; i < a.size(); ++i) n += __builtin_popcountll(a[i] & b[i]);
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) n += __builtin_popcountll(a[i] & b[i]);
   return n;
-}
-
-// The most frequent type; on ties the one seen first in the list.
-uint16_t Dominant(const std::vector<uint16_t>& types) {
-  absl::flat_hash_map<uint16_t, std::pair<uint32_t, uint32_t>> counts;  // type -> (count, first)
-  for (uint32_t i = 0; i < types.size(); ++i) {
-    auto [it, inserted] = counts.try_emplace(types[i], 0, i);
-    ++it->second.first;
-  }
-  uint16_t best = 0;
-  uint32_t best_count = 0, best_first = UINT32_MAX;
-  for (const auto& [type, cf] : counts) {
-    if (cf.first > best_count || (cf.first == best_count && cf.second < best_first)) {
-      best = type;
-      best_count = cf.first;
-      best_first = cf.second;
-    }
-  }
-  return best;
 }
 
 // (size bucket, has_attn, has_ffn, dominant type) packed into one key.
@@ -98,6 +72,26 @@ std::string Evidence(const FusionMapping& m, const std::array<std::string, 2>& l
   return "";
 }
 
+GroupShape GroupShape::Of(const std::vector<uint16_t>& types, bool has_attention, bool has_ffn) {
+  GroupShape g;
+  g.size = static_cast<uint32_t>(types.size());
+  g.has_attention = has_attention;
+  g.has_ffn = has_ffn;
+  uint16_t max_type = 0;
+  for (uint16_t t : types) max_type = std::max(max_type, t);
+  std::vector<uint32_t> count(max_type + 1, 0), first(max_type + 1, UINT32_MAX);
+  g.composition.assign(max_type / 64 + 1, 0);
+  for (uint32_t i = 0; i < types.size(); ++i) {
+    if (count[types[i]]++ == 0) first[types[i]] = i;
+    g.composition[types[i] >> 6] |= uint64_t{1} << (types[i] & 63);
+  }
+  for (uint16_t t = 0; t <= max_type; ++t) {
+    if (count[t] > count[g.dominant] || (count[t] == count[g.dominant] && first[t] < first[g.dominant]))
+      g.dominant = t;
+  }
+  return g;
+}
+
 std::string ReferenceGpuName(const TraceMetadata& m) {
   if (m.gpu_name) return *m.gpu_name;
   bool amd = m.roctracer_version_truthy || m.warp_size == 64;
@@ -112,12 +106,6 @@ std::string ReferenceGpuName(const TraceMetadata& m) {
 // candidate, and the reference's result (lowest score, first in candidate order on ties) is kept.
 std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupShape>& groups1,
                                                        const std::vector<GroupShape>& groups2) {
-  uint16_t max_type = 0;
-  for (const auto* gs : {&groups1, &groups2})
-    for (const GroupShape& g : *gs)
-      for (uint16_t t : g.types) max_type = std::max(max_type, t);
-  const size_t words = max_type / 64 + 1;
-
   struct Class {
     uint32_t size;
     Composition composition;
@@ -129,19 +117,14 @@ std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupSh
     size_t unused = 0;
   };
   absl::flat_hash_map<uint64_t, Bucket> by_signature;
-  auto signature = [](const GroupShape& g, int64_t bucket_delta) {
-    int64_t bucket = static_cast<int64_t>(g.size / 10 * 10) + bucket_delta;
-    return SignatureKey(bucket, g.has_attention, g.has_ffn, Dominant(g.types));
-  };
   for (uint32_t j = 0; j < groups2.size(); ++j) {
     const GroupShape& g = groups2[j];
-    Bucket& b = by_signature[signature(g, 0)];
-    Composition comp = CompositionOf(g.types, words);
+    Bucket& b = by_signature[SignatureKey(g.size / 10 * 10, g.has_attention, g.has_ffn, g.dominant)];
     auto it = std::find_if(b.classes.begin(), b.classes.end(), [&](const Class& c) {
-      return c.size == g.size && c.composition == comp;
+      return c.size == g.size && c.composition == g.composition;
     });
     if (it == b.classes.end()) {
-      b.classes.push_back(Class{g.size, std::move(comp), {}, 0});
+      b.classes.push_back(Class{g.size, g.composition, {}, 0});
       it = b.classes.end() - 1;
     }
     it->groups.push_back(j);
@@ -156,7 +139,7 @@ std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupSh
   std::vector<std::pair<uint32_t, uint32_t>> matches;
   for (uint32_t i : order) {
     const GroupShape& g = groups1[i];
-    const uint16_t dominant = Dominant(g.types);
+    const uint16_t dominant = g.dominant;
     const int64_t bucket = g.size / 10 * 10;
     std::vector<Bucket*> lists;
     auto exact = by_signature.find(SignatureKey(bucket, g.has_attention, g.has_ffn, dominant));
@@ -169,7 +152,7 @@ std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupSh
         if (adj != by_signature.end() && adj->second.unused > 0) lists.push_back(&adj->second);
       }
     }
-    const Composition comp = CompositionOf(g.types, words);
+    const Composition& comp = g.composition;
     const double low = g.size / 1.25, high = g.size * 1.25;
     Class* best = nullptr;
     Bucket* best_bucket = nullptr;
@@ -330,21 +313,22 @@ struct TraceView {
     for (uint32_t g = 0; g < p.group_size.size(); ++g)
       if (p.group_size[g] >= min_group_size) large.push_back(g);
     members = p.BuildGroupMembers(large);
-    for (uint32_t i = 0; i < large.size(); ++i) shapes.push_back(Shape(i));
+    std::vector<uint16_t> scratch;
+    for (uint32_t i = 0; i < large.size(); ++i) shapes.push_back(Shape(i, &scratch));
     sequence = p.TypeSequence();
   }
 
   // `slot` indexes `large`.
-  GroupShape Shape(uint32_t slot) const {
-    GroupShape s;
-    s.size = profile->group_size[large[slot]];
+  GroupShape Shape(uint32_t slot, std::vector<uint16_t>* types) const {
+    bool attention = false, ffn = false;
+    types->clear();
     for (uint32_t i = members.offsets[slot]; i < members.offsets[slot + 1]; ++i) {
       uint32_t name = profile->kernels[members.members[i]].name;
-      s.has_attention |= name_attention[name] != 0;
-      s.has_ffn |= name_ffn[name] != 0;
-      s.types.push_back(name_category[name]);
+      attention |= name_attention[name] != 0;
+      ffn |= name_ffn[name] != 0;
+      types->push_back(name_category[name]);
     }
-    return s;
+    return GroupShape::Of(*types, attention, ffn);
   }
 
   // The types of large group `slot` in ts order (stable on list order).

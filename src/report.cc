@@ -99,35 +99,62 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
   return out;
 }
 
-absl::Status WriteOutput(const std::string& path, std::string_view content) {
+absl::StatusOr<OutputFile> OutputFile::Open(const std::string& path) {
+  OutputFile f;
+  f.path_ = path;
   if (path == "-") {
-    if (std::fwrite(content.data(), 1, content.size(), stdout) != content.size() ||
-        std::fflush(stdout) != 0) {
-      return absl::UnavailableError(StrCat("standard output: ", std::strerror(errno)));
-    }
-    return absl::OkStatus();
+    f.fd_ = STDOUT_FILENO;
+    return f;
   }
-  std::string tmp = StrCat(path, ".tmp.", getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::UnavailableError(StrCat(path, ": ", std::strerror(errno)));
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = write(fd, content.data() + done, content.size() - done);
+  f.tmp_ = StrCat(path, ".tmp.", getpid());
+  f.fd_ = open(f.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (f.fd_ < 0) return absl::UnavailableError(StrCat(path, ": ", std::strerror(errno)));
+  return f;
+}
+
+OutputFile::OutputFile(OutputFile&& o) noexcept
+    : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), fd_(o.fd_), failed_(o.failed_) {
+  o.fd_ = -1;
+  o.tmp_.clear();
+}
+
+OutputFile::~OutputFile() {
+  if (!tmp_.empty()) {  // not committed: leave nothing behind
+    if (fd_ >= 0) close(fd_);
+    unlink(tmp_.c_str());
+  }
+}
+
+absl::Status OutputFile::Append(std::string_view data) {
+  while (!data.empty() && !failed_) {
+    ssize_t n = write(fd_, data.data(), data.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return absl::UnavailableError(StrCat(path, ": ", std::strerror(err)));
+      failed_ = true;
+      return absl::UnavailableError(StrCat(path_, ": ", std::strerror(errno)));
     }
-    done += static_cast<size_t>(n);
+    data.remove_prefix(static_cast<size_t>(n));
   }
-  if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return absl::UnavailableError(StrCat(path, ": ", std::strerror(err)));
-  }
+  return failed_ ? absl::UnavailableError(StrCat(path_, ": write failed")) : absl::OkStatus();
+}
+
+absl::Status OutputFile::Commit() {
+  if (tmp_.empty()) return absl::OkStatus();  // standard output
+  int err = 0;
+  if (fsync(fd_) != 0 || close(fd_) != 0) err = errno;
+  fd_ = -1;
+  if (err == 0 && rename(tmp_.c_str(), path_.c_str()) != 0) err = errno;
+  if (err != 0) return absl::UnavailableError(StrCat(path_, ": ", std::strerror(err)));
+  tmp_.clear();
   return absl::OkStatus();
+}
+
+absl::Status WriteOutput(const std::string& path, std::string_view content) {
+  absl::StatusOr<OutputFile> out = OutputFile::Open(path);
+  if (!out.ok()) return out.status();
+  absl::Status st = out->Append(content);
+  if (!st.ok()) return st;
+  return out->Commit();
 }
 
 }  // namespace tracefuse
@@ -175,7 +202,15 @@ namespace {
 // building a document tree.
 class PyJsonWriter {
  public:
-  explicit PyJsonWriter(std::string* out) : out_(out) {}
+  PyJsonWriter(std::string* out, OutputFile* sink) : out_(out), sink_(sink) {}
+
+  // Hands what is buffered to the sink once it is large.
+  absl::Status MaybeFlush() {
+    if (out_->size() < (1u << 20)) return absl::OkStatus();
+    absl::Status st = sink_->Append(*out_);
+    out_->clear();
+    return st;
+  }
 
   void BeginObject() { Open('{'); }
   void EndObject() { Close('}'); }
@@ -296,15 +331,16 @@ class PyJsonWriter {
   }
 
   std::string* out_;
+  OutputFile* sink_;
   std::vector<bool> has_items_;
   bool after_key_ = false;
 };
 
 }  // namespace
 
-std::string FusionJson(const FusionReport& r, const CompareContext& c) {
+absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, OutputFile* sink) {
   std::string out;
-  PyJsonWriter w(&out);
+  PyJsonWriter w(&out, sink);
   w.BeginObject();
   w.Key("metadata");
   w.BeginObject();
@@ -378,6 +414,8 @@ std::string FusionJson(const FusionReport& r, const CompareContext& c) {
       w.Field("correlation_group_trace2", m.correlation_groups->second);
     }
     w.EndObject();
+    absl::Status st = w.MaybeFlush();
+    if (!st.ok()) return st;
   }
   w.EndArray();
 
@@ -419,7 +457,7 @@ std::string FusionJson(const FusionReport& r, const CompareContext& c) {
   w.EndObject();
   w.EndObject();
   out += '\n';
-  return out;
+  return sink->Append(out);
 }
 
 std::string FusionText(const FusionReport& r, const CompareContext& c, bool markdown) {

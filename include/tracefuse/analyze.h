@@ -106,13 +106,16 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
                            const FusionOptions& options = {});
 
 // Matching of large correlation groups (§4.1 step 3), exposed for tests and benchmarks.
-// Groups are given by size and kernel types (category per kernel, in group order); returns
-// (trace-1 index, trace-2 index) pairs in processing order.
+// Returns (trace-1 index, trace-2 index) pairs in processing order.
 struct GroupShape {
   uint32_t size = 0;
-  bool has_attention = false;
-  bool has_ffn = false;
-  std::vector<uint16_t> types;  // per kernel, in group list order
+  bool has_attention = false;  // a kernel name contains "attention" or "fmha"
+  bool has_ffn = false;        // a kernel name contains "cijk", "nvjet" or "gemm"
+  uint16_t dominant = 0;       // most frequent type, the first seen on ties
+  std::vector<uint64_t> composition;  // bit set of the types present
+
+  // From the group's kernel types in list order.
+  static GroupShape Of(const std::vector<uint16_t>& types, bool has_attention, bool has_ffn);
 };
 std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupShape>& groups1,
                                                        const std::vector<GroupShape>& groups2);

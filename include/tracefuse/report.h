@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "tracefuse/analyze.h"
 #include "tracefuse/reduce.h"
@@ -30,15 +31,36 @@ struct CompareContext {
 
 // `tracefuse compare`. The JSON keeps the reference's schema and values exactly ("Trace 1" and
 // "Trace 2" in platform fields and evidence, infinities as null) and adds one key, "tracefuse".
-std::string FusionJson(const FusionReport& report, const CompareContext& context);
+class OutputFile;
+absl::Status WriteFusionJson(const FusionReport& report, const CompareContext& context,
+                             OutputFile* out);
 std::string FusionText(const FusionReport& report, const CompareContext& context, bool markdown);
 std::string FusionCsv(const FusionReport& report, const CompareContext& context);
 
 // Serialises with UTF-8 kept as is (invalid bytes replaced), `indent` < 0 for one line.
 std::string DumpJson(const Json& json, int indent = 2);
 
-// Writes `content` to `path` through a temporary file in the same directory and a rename, so a
-// failed or killed run never leaves a partial file. "-" writes to standard output.
+// An output written through a temporary file in the same directory and renamed into place by
+// Commit(), so a failed or killed run never leaves a partial file; dropping it uncommitted
+// removes the temporary. "-" is standard output.
+class OutputFile {
+ public:
+  static absl::StatusOr<OutputFile> Open(const std::string& path);
+  OutputFile(OutputFile&& other) noexcept;
+  OutputFile& operator=(OutputFile&&) = delete;
+  ~OutputFile();
+  absl::Status Append(std::string_view data);
+  absl::Status Commit();
+
+ private:
+  OutputFile() = default;
+  std::string path_;
+  std::string tmp_;  // empty for standard output and once committed
+  int fd_ = -1;
+  bool failed_ = false;
+};
+
+// Writes `content` to `path` as one OutputFile.
 absl::Status WriteOutput(const std::string& path, std::string_view content);
 
 }  // namespace tracefuse

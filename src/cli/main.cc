@@ -164,10 +164,14 @@ int RunCompare(const CompareArgs& a) {
   if (!a.label1.empty()) context.labels[0] = a.label1;
   if (!a.label2.empty()) context.labels[1] = a.label2;
   context.min_group_size = a.min_group_size;
-  std::string out;
   if (a.format == "json") {
-    out = FusionJson(report, context);
-  } else if (a.format == "csv") {
+    absl::StatusOr<OutputFile> file = OutputFile::Open(a.output);
+    absl::Status st = file.ok() ? WriteFusionJson(report, context, &*file) : file.status();
+    if (st.ok()) st = file->Commit();
+    return st.ok() ? kExitOk : Fail(st, kExitIo);
+  }
+  std::string out;
+  if (a.format == "csv") {
     out = FusionCsv(report, context);
   } else {
     out = FusionText(report, context, a.format == "markdown");
