@@ -1,54 +1,19 @@
 #include "tracefuse/reduce.h"
 
 #include "gtest/gtest.h"
+#include "profile_builder.h"
 
 namespace tracefuse {
 namespace {
 
-std::shared_ptr<const Classifier> TestClassifier() {
-  auto rules = RuleSet::FromYaml(R"(
-categories: [A, B, C]
-rules:
-  - {category: A, prefix: a}
-  - {category: B, prefix: b}
-  - {category: C, prefix: c}
-)",
-                                 "t.yaml");
-  return *Classifier::Create(*rules);
-}
-
-// A parsed chunk from (name, ts, correlation or -1) triples.
-ParsedChunk Chunk(const Classifier& c,
-                  std::vector<std::tuple<std::string, int64_t, int64_t>> kernels) {
-  ParsedChunk p;
-  for (auto& [name, ts, corr] : kernels) {
-    uint32_t id = 0;
-    while (id < p.name_count() && p.name(id) != name) ++id;
-    if (id == p.name_count()) {
-      p.name_bytes += name;
-      p.name_offsets.push_back(static_cast<uint32_t>(p.name_bytes.size()));
-      p.name_rule.push_back(c.Classify(name, Platform::kUnknown));
-    }
-    KernelEvent k;
-    k.name = id;
-    k.ts_ns = ts;
-    k.dur_ns = 10;
-    if (corr >= 0) {
-      k.correlation = corr;
-      k.flags = KernelEvent::kHasCorrelation;
-    }
-    p.kernels.push_back(k);
-  }
-  p.events = p.kernels.size();
-  p.categories = {{"kernel", p.kernels.size()}};
-  return p;
-}
+using testing::ChunkOf;
+using testing::TestKernel;
 
 TEST(Reducer, GroupsInFirstAppearanceOrderAcrossChunks) {
-  auto c = TestClassifier();
+  auto c = testing::LetterClassifier();
   TraceReducer r(c);
-  r.Consume(Chunk(*c, {{"a1", 5, 7}, {"b1", 6, 3}, {"a1", 7, 7}, {"c1", 8, -1}}));
-  r.Consume(Chunk(*c, {{"b2", 9, 3}, {"a1", 10, 9}, {"a2", 11, 7}}));
+  r.Consume(ChunkOf({{"a1", 5, 7}, {"b1", 6, 3}, {"a1", 7, 7}, {"c1", 8, -1}}, *c));
+  r.Consume(ChunkOf({{"b2", 9, 3}, {"a1", 10, 9}, {"a2", 11, 7}}, *c));
   TraceProfile p = r.Finish(TraceMetadata(), Platform::kUnknown);
   EXPECT_EQ(p.names, (std::vector<std::string>{"a1", "b1", "c1", "b2", "a2"}));
   EXPECT_EQ(p.group_correlation, (std::vector<int64_t>{7, 3, 9}));
@@ -65,26 +30,23 @@ TEST(Reducer, GroupsInFirstAppearanceOrderAcrossChunks) {
   EXPECT_EQ(per[0].kernels, 4u);
   EXPECT_EQ(per[1].kernels, 2u);
   EXPECT_EQ(per[2].kernels, 1u);
-  EXPECT_EQ(per[0].time_ns, 40);
+  EXPECT_EQ(per[0].time_ns, 4000);
 }
 
 TEST(Reducer, TypeSequenceIsStableOnTimestampTies) {
-  auto c = TestClassifier();
+  auto c = testing::LetterClassifier();
   TraceReducer r(c);
   // ts order: b(1) a(2) c(2, after a in trace order) a(2) b(3)
-  r.Consume(Chunk(*c, {{"a", 2, -1}, {"b", 3, -1}, {"c", 2, -1}, {"b", 1, -1}, {"a", 2, -1}}));
+  r.Consume(ChunkOf({{"a", 2, -1}, {"b", 3, -1}, {"c", 2, -1}, {"b", 1, -1}, {"a", 2, -1}}, *c));
   TraceProfile p = r.Finish(TraceMetadata(), Platform::kUnknown);
   EXPECT_EQ(p.TypeSequence(), (std::vector<uint16_t>{1, 0, 2, 0, 1}));
 }
 
 TEST(Reducer, ChainStatistics) {
-  auto c = TestClassifier();
+  auto c = testing::LetterClassifier();
   TraceReducer r(c);
   // A A A B A B B C A A
-  std::vector<std::tuple<std::string, int64_t, int64_t>> ks;
-  std::string seq = "aaababbcaa";
-  for (size_t i = 0; i < seq.size(); ++i) ks.emplace_back(std::string(1, seq[i]), int64_t(i), -1);
-  r.Consume(Chunk(*c, ks));
+  r.Consume(ChunkOf(testing::Sequence("aaababbcaa"), *c));
   TraceProfile p = r.Finish(TraceMetadata(), Platform::kUnknown);
   std::vector<ChainStats> chains = p.Chains();
   EXPECT_EQ(chains[0].runs, 3u);
