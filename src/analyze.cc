@@ -86,7 +86,8 @@ GroupShape GroupShape::Of(const std::vector<uint16_t>& types, bool has_attention
     g.composition[types[i] >> 6] |= uint64_t{1} << (types[i] & 63);
   }
   for (uint16_t t = 0; t <= max_type; ++t) {
-    if (count[t] > count[g.dominant] || (count[t] == count[g.dominant] && first[t] < first[g.dominant]))
+    if (count[t] > count[g.dominant] ||
+        (count[t] == count[g.dominant] && first[t] < first[g.dominant]))
       g.dominant = t;
   }
   return g;
@@ -119,7 +120,8 @@ std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupSh
   absl::flat_hash_map<uint64_t, Bucket> by_signature;
   for (uint32_t j = 0; j < groups2.size(); ++j) {
     const GroupShape& g = groups2[j];
-    Bucket& b = by_signature[SignatureKey(g.size / 10 * 10, g.has_attention, g.has_ffn, g.dominant)];
+    Bucket& b =
+        by_signature[SignatureKey(g.size / 10 * 10, g.has_attention, g.has_ffn, g.dominant)];
     auto it = std::find_if(b.classes.begin(), b.classes.end(), [&](const Class& c) {
       return c.size == g.size && c.composition == g.composition;
     });
@@ -148,7 +150,8 @@ std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupSh
     } else {
       for (int64_t delta : {-10, 10}) {
         if (bucket + delta < 0) continue;
-        auto adj = by_signature.find(SignatureKey(bucket + delta, g.has_attention, g.has_ffn, dominant));
+        auto adj =
+            by_signature.find(SignatureKey(bucket + delta, g.has_attention, g.has_ffn, dominant));
         if (adj != by_signature.end() && adj->second.unused > 0) lists.push_back(&adj->second);
       }
     }
@@ -166,7 +169,8 @@ std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupSh
         int64_t score = std::llabs(static_cast<int64_t>(g.size) - static_cast<int64_t>(c.size)) -
                         10 * Intersection(comp, c.composition);
         std::pair<size_t, uint32_t> position{l, c.groups[c.next]};
-        if (best == nullptr || score < best_score || (score == best_score && position < best_position)) {
+        if (best == nullptr || score < best_score ||
+            (score == best_score && position < best_position)) {
           best = &c;
           best_bucket = lists[l];
           best_score = score;
@@ -229,14 +233,16 @@ void FindSequenceMappings(const std::vector<uint16_t>& types1, const std::vector
       size_t best_first = SIZE_MAX;
       for (uint16_t p = 0; p < ncat; ++p) {
         size_t cell = u * ncat + p;
-        if (pred_count[cell] > best || (pred_count[cell] == best && best > 0 && pred_first[cell] < best_first)) {
+        if (pred_count[cell] > best ||
+            (pred_count[cell] == best && best > 0 && pred_first[cell] < best_first)) {
           pred = p;
           best = pred_count[cell];
           best_first = pred_first[cell];
         }
       }
       const int64_t n = count[s][type];
-      if (best == 0 || !(static_cast<double>(best) / static_cast<double>(n) > 0.8) || count[o][pred] == 0)
+      if (best == 0 || !(static_cast<double>(best) / static_cast<double>(n) > 0.8) ||
+          count[o][pred] == 0)
         continue;
       FusionMapping m;
       m.kind = FusionMapping::Kind::kSequence;
@@ -256,7 +262,8 @@ void FindSequenceMappings(const std::vector<uint16_t>& types1, const std::vector
   for (uint16_t t = 0; t < ncat; ++t) {
     const int64_t c1 = count[0][t], c2 = count[1][t];
     if (c1 == 0 || c2 == 0) continue;
-    const double ratio = static_cast<double>(std::max(c1, c2)) / static_cast<double>(std::min(c1, c2));
+    const double ratio =
+        static_cast<double>(std::max(c1, c2)) / static_cast<double>(std::min(c1, c2));
     if (ratio < 1.3 || c1 + c2 < 100) continue;
     const int u = c1 > c2 ? 0 : 1;
     const int f = 1 - u;
@@ -277,7 +284,8 @@ void FindSequenceMappings(const std::vector<uint16_t>& types1, const std::vector
     m.unfused_sequence = {names[t]};
     m.unfused_count_per_type = {{names[t], count[u][t]}};
     m.pattern_count = count[u][t] - count[f][t];
-    m.pattern_confidence = static_cast<double>(count[u][t] - count[f][t]) / static_cast<double>(count[u][t]);
+    m.pattern_confidence =
+        static_cast<double>(count[u][t] - count[f][t]) / static_cast<double>(count[u][t]);
     m.type = names[t];
     m.ratio = ratio;
     m.unfused_count = count[u][t];
@@ -294,7 +302,7 @@ struct TraceView {
   std::vector<uint16_t> name_category;
   std::vector<uint8_t> name_attention, name_ffn;
   GroupMembers members;
-  std::vector<uint32_t> large;  // group indices with size >= min, first-appearance order
+  std::vector<uint32_t> large;     // group indices with size >= min, first-appearance order
   std::vector<GroupShape> shapes;  // per large group
   std::vector<uint16_t> sequence;  // all kernels' types in ts order
 
@@ -368,7 +376,8 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
   }
 
   // Step 3: match large groups.
-  std::vector<std::pair<uint32_t, uint32_t>> matches = MatchGroups(views[0].shapes, views[1].shapes);
+  std::vector<std::pair<uint32_t, uint32_t>> matches =
+      MatchGroups(views[0].shapes, views[1].shapes);
   report.matched_groups = matches.size();
   const size_t m_count = matches.size();
 
@@ -429,9 +438,9 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
   const std::vector<CategoryTotals> totals[2] = {trace1.PerCategory(), trace2.PerCategory()};
   for (uint16_t t = 0; t < ncat; ++t) {
     if (totals[0][t].kernels == 0 && totals[1][t].kernels == 0) continue;
-    report.global_counts.push_back(GlobalCount{
-        names[t], totals[0][t].kernels, totals[1][t].kernels,
-        Ratio(static_cast<double>(totals[0][t].kernels), static_cast<double>(totals[1][t].kernels))});
+    report.global_counts.push_back(GlobalCount{names[t], totals[0][t].kernels, totals[1][t].kernels,
+                                               Ratio(static_cast<double>(totals[0][t].kernels),
+                                                     static_cast<double>(totals[1][t].kernels))});
   }
 
   // Step 6: opportunities from matched groups.
@@ -441,8 +450,9 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
     const double avg1 = static_cast<double>(d.count[0]) / static_cast<double>(d.groups);
     const double avg2 = static_cast<double>(d.count[1]) / static_cast<double>(d.groups);
     const double diff_ratio = Ratio(avg1, avg2), reverse_ratio = Ratio(avg2, avg1);
-    const bool significant = diff_ratio > 10 || reverse_ratio > 10 ||
-                             ((diff_ratio > 2 || reverse_ratio > 2) && d.count[0] + d.count[1] > 20);
+    const bool significant =
+        diff_ratio > 10 || reverse_ratio > 10 ||
+        ((diff_ratio > 2 || reverse_ratio > 2) && d.count[0] + d.count[1] > 20);
     if (!significant) continue;
     FusionOpportunity o;
     o.kernel_type = names[t];
@@ -494,7 +504,8 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
                    });
 
   // Step 9: partial fusion via matched groups.
-  std::vector<int64_t> matched_count[2] = {std::vector<int64_t>(ncat, 0), std::vector<int64_t>(ncat, 0)};
+  std::vector<int64_t> matched_count[2] = {std::vector<int64_t>(ncat, 0),
+                                           std::vector<int64_t>(ncat, 0)};
   for (int s = 0; s < 2; ++s)
     for (size_t p = 0; p < m_count; ++p)
       for (uint16_t t = 0; t < ncat; ++t) matched_count[s][t] += pair_counts[s][p * ncat + t];
@@ -544,7 +555,8 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
 
   // Step 10: chains of one type (run lengths in the ts-ordered sequence).
   const std::vector<uint16_t>* sequence[2] = {&views[0].sequence, &views[1].sequence};
-  const std::vector<ChainStats> chains[2] = {ChainsOf(*sequence[0], ncat), ChainsOf(*sequence[1], ncat)};
+  const std::vector<ChainStats> chains[2] = {ChainsOf(*sequence[0], ncat),
+                                             ChainsOf(*sequence[1], ncat)};
   std::vector<uint8_t> chain_handled(ncat, 0);
   for (uint16_t t = 0; t < ncat; ++t) {
     const ChainStats& a = chains[0][t];

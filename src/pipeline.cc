@@ -1,5 +1,6 @@
 #include "tracefuse/pipeline.h"
 
+#include <malloc.h>
 #include <sched.h>
 
 #include <atomic>
@@ -20,6 +21,11 @@
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
+
+void KeepFreedMemoryForReuse() {
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
 
 int DefaultThreadCount() {
   if (const char* slurm = std::getenv("SLURM_CPUS_PER_TASK")) {

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -443,7 +443,8 @@ absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, Out
     w.BeginObject();
     std::vector<CategoryTotals> totals = p.PerCategory();
     for (size_t t = 0; t < totals.size(); ++t) {
-      if (totals[t].kernels > 0) w.Field(p.category_name(uint16_t(t)), Millis(totals[t].time_ns) * 1000);
+      if (totals[t].kernels > 0)
+        w.Field(p.category_name(uint16_t(t)), Millis(totals[t].time_ns) * 1000);
     }
     w.EndObject();
     w.EndObject();
@@ -483,6 +484,7 @@ std::string FusionText(const FusionReport& r, const CompareContext& c, bool mark
         std::to_string(c.min_group_size) + " |");
     add("|---|---|---|---|---:|---:|---:|");
   }
+  const size_t label_width = std::max(L[0].size(), L[1].size());
   for (int s = 0; s < 2; ++s) {
     const TraceProfile& p = *c.traces[s];
     std::string gpu = p.gpu.empty() ? "(GPU not named)" : p.gpu;
@@ -491,9 +493,9 @@ std::string FusionText(const FusionReport& r, const CompareContext& c, bool mark
                       PlatformName(p.platform), gpu, Thousands(p.kernels.size()),
                       Millis(KernelTimeNs(p)), r.large_groups[s]));
     } else {
-      add(fmt::format("  {:<10} {} | {} | {} | {} kernels, {:.3f} ms kernel time | {} groups >= {}",
-                      L[s], p.path, PlatformName(p.platform), gpu, Thousands(p.kernels.size()),
-                      Millis(KernelTimeNs(p)), r.large_groups[s], c.min_group_size));
+      add(fmt::format("  {:<{}}  {} [{}], {} kernels, {:.3f} ms kernel time, {} groups >= {}  ({})",
+                      L[s], label_width, gpu, PlatformName(p.platform), Thousands(p.kernels.size()),
+                      Millis(KernelTimeNs(p)), r.large_groups[s], c.min_group_size, p.path));
     }
   }
   add(fmt::format("{}Matched correlation groups: {}; rule set: {}", markdown ? "\n" : "  ",
@@ -508,14 +510,18 @@ std::string FusionText(const FusionReport& r, const CompareContext& c, bool mark
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
     return ta[x].kernels + tb[x].kernels > ta[y].kernels + tb[y].kernels;
   });
+  const std::string h[6] = {L[0] + " count", L[1] + " count", "count ratio",
+                            L[0] + " ms",    L[1] + " ms",    "time ratio"};
+  size_t w[6];
+  for (int i = 0; i < 6; ++i) w[i] = std::max<size_t>(h[i].size(), 10);
+  size_t type_width = 4;
+  for (size_t t : order) type_width = std::max(type_width, a.category_name(uint16_t(t)).size());
   if (markdown) {
-    add(fmt::format("| type | {0} count | {1} count | count ratio | {0} ms | {1} ms | time ratio |",
-                    L[0], L[1]));
+    add(fmt::format("| type | {} | {} | {} | {} | {} | {} |", h[0], h[1], h[2], h[3], h[4], h[5]));
     add("|---|---:|---:|---:|---:|---:|---:|");
   } else {
-    add(fmt::format("  {:<20} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}", "type",
-                    L[0].substr(0, 6) + " count", L[1].substr(0, 6) + " count", "ratio",
-                    L[0].substr(0, 9) + " ms", L[1].substr(0, 9) + " ms", "ratio"));
+    add(fmt::format("  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}", "type", type_width,
+                    h[0], w[0], h[1], w[1], h[2], w[2], h[3], w[3], h[4], w[4], h[5], w[5]));
   }
   for (size_t t : order) {
     const std::string& name = a.category_name(uint16_t(t));
@@ -523,14 +529,19 @@ std::string FusionText(const FusionReport& r, const CompareContext& c, bool mark
                                        : std::numeric_limits<double>::infinity();
     double time_ratio = tb[t].time_ns ? double(ta[t].time_ns) / double(tb[t].time_ns)
                                       : std::numeric_limits<double>::infinity();
+    const std::string cells[6] = {Thousands(ta[t].kernels),
+                                  Thousands(tb[t].kernels),
+                                  RatioText(count_ratio),
+                                  fmt::format("{:.3f}", Millis(ta[t].time_ns)),
+                                  fmt::format("{:.3f}", Millis(tb[t].time_ns)),
+                                  RatioText(time_ratio)};
     if (markdown) {
-      add(fmt::format("| {} | {} | {} | {} | {:.3f} | {:.3f} | {} |", name, Thousands(ta[t].kernels),
-                      Thousands(tb[t].kernels), RatioText(count_ratio), Millis(ta[t].time_ns),
-                      Millis(tb[t].time_ns), RatioText(time_ratio)));
+      add(fmt::format("| {} | {} | {} | {} | {} | {} | {} |", name, cells[0], cells[1], cells[2],
+                      cells[3], cells[4], cells[5]));
     } else {
-      add(fmt::format("  {:<20} {:>12} {:>12} {:>8} {:>12.3f} {:>12.3f} {:>8}", name,
-                      Thousands(ta[t].kernels), Thousands(tb[t].kernels), RatioText(count_ratio),
-                      Millis(ta[t].time_ns), Millis(tb[t].time_ns), RatioText(time_ratio)));
+      add(fmt::format("  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}", name, type_width,
+                      cells[0], w[0], cells[1], w[1], cells[2], w[2], cells[3], w[3], cells[4],
+                      w[4], cells[5], w[5]));
     }
   }
 
@@ -539,27 +550,31 @@ std::string FusionText(const FusionReport& r, const CompareContext& c, bool mark
   if (r.opportunities.empty()) add("  No significant fusion differences detected.");
   for (size_t i = 0; i < r.opportunities.size() && i < kTop; ++i) {
     const FusionOpportunity& o = r.opportunities[i];
-    std::string where = o.from_groups ? fmt::format("in {} of {} matched groups", o.groups_affected,
-                                                    o.total_groups)
-                                      : "over the whole traces";
-    add(fmt::format("{}{}: {} runs {} kernels vs {} on {} ({} fewer calls on {}, {}); time {:.3f} "
-                    "vs {:.3f} ms",
-                    markdown ? "- " : "  ", o.kernel_type, L[0], Thousands(o.trace1_total),
-                    Thousands(o.trace2_total), L[1], RatioText(o.ratio), L[o.fused_by], where,
+    std::string where =
+        o.from_groups ? fmt::format("in {} of {} matched groups", o.groups_affected, o.total_groups)
+                      : "over the whole traces";
+    add(
+        fmt::format("{}{}: fused by {} ({} fewer calls) - {} {} vs {} {} kernels {}; {:.3f} vs "
+                    "{:.3f} ms",
+                    markdown ? "- " : "  ", o.kernel_type, L[o.fused_by], RatioText(o.ratio), L[0],
+                    Thousands(o.trace1_total), L[1], Thousands(o.trace2_total), where,
                     o.trace1_time_ms, o.trace2_time_ms));
   }
-  if (r.opportunities.size() > kTop) add(fmt::format("  ... and {} more", r.opportunities.size() - kTop));
+  if (r.opportunities.size() > kTop)
+    add(fmt::format("  ... and {} more", r.opportunities.size() - kTop));
 
   heading("Fusion mappings");
   if (r.mappings.empty()) add("  None found.");
   for (auto kind : {FusionMapping::Kind::kSequence, FusionMapping::Kind::kImbalance,
                     FusionMapping::Kind::kPartial, FusionMapping::Kind::kChain}) {
     // Per-group mappings repeat once per matched group: fold equal evidence together.
-    std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> folded;  // evidence, (groups, calls)
+    std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>>
+        folded;  // evidence, (groups, calls)
     for (const FusionMapping& m : r.mappings) {
       if (m.kind != kind) continue;
       std::string ev = Evidence(m, L);
-      auto it = std::find_if(folded.begin(), folded.end(), [&](const auto& e) { return e.first == ev; });
+      auto it =
+          std::find_if(folded.begin(), folded.end(), [&](const auto& e) { return e.first == ev; });
       if (it == folded.end()) {
         folded.push_back({ev, {0, 0}});
         it = folded.end() - 1;
@@ -568,16 +583,19 @@ std::string FusionText(const FusionReport& r, const CompareContext& c, bool mark
       it->second.second += m.pattern_count;
     }
     if (folded.empty()) continue;
-    std::stable_sort(folded.begin(), folded.end(),
-                     [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
-    add(fmt::format("{}{} ({}):", markdown ? "\n**" : "  ", MappingKindName(kind),
-                    folded.size()) + (markdown ? "**" : ""));
+    std::stable_sort(folded.begin(), folded.end(), [](const auto& x, const auto& y) {
+      return x.second.second > y.second.second;
+    });
+    add(fmt::format("{}{} ({}):", markdown ? "\n**" : "  ", MappingKindName(kind), folded.size()) +
+        (markdown ? "**" : ""));
     for (size_t i = 0; i < folded.size() && i < 5; ++i) {
       const auto& [ev, n] = folded[i];
-      std::string groups = n.first > 0 ? fmt::format(" [{} groups, {} calls]", n.first, n.second) : "";
+      std::string groups =
+          n.first > 0 ? fmt::format(" [{} groups, {} calls]", n.first, n.second) : "";
       add(fmt::format("{}{}{}", markdown ? "- " : "    ", ev, groups));
     }
-    if (folded.size() > 5) add(fmt::format("{}... and {} more", markdown ? "- " : "    ", folded.size() - 5));
+    if (folded.size() > 5)
+      add(fmt::format("{}... and {} more", markdown ? "- " : "    ", folded.size() - 5));
   }
   return out;
 }

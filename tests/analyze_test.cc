@@ -49,9 +49,9 @@ TEST(SequenceMapping, PredecessorShareMustExceedPointEight) {
 }
 
 TEST(SequenceMapping, NeedsFiveOccurrencesAndAPredecessorOnTheOtherSide) {
-  EXPECT_TRUE(Sequences("acacacac", "a").empty());          // 4 occurrences
-  EXPECT_TRUE(Sequences("acacacacac", "b").empty());        // A absent from trace 2
-  EXPECT_TRUE(Sequences("cccccc", "b").empty());            // its own predecessor
+  EXPECT_TRUE(Sequences("acacacac", "a").empty());    // 4 occurrences
+  EXPECT_TRUE(Sequences("acacacacac", "b").empty());  // A absent from trace 2
+  EXPECT_TRUE(Sequences("cccccc", "b").empty());      // its own predecessor
   // A first occurrence at position 0 has no predecessor but counts in the share: 4/5.
   EXPECT_TRUE(Sequences("cacacacac", "a").empty());
   // Mirror image: a type only in trace 2.
@@ -76,7 +76,7 @@ TEST(ImbalanceMapping, RatioOfExactlyOnePointThreeQualifies) {
   EXPECT_EQ(m[0].kind, FusionMapping::Kind::kImbalance);
   EXPECT_EQ(m[0].fused_side, 1);
   EXPECT_EQ(m[0].fused_kernel_type, "B");  // Other is never a target
-  EXPECT_EQ(m[0].fused_count, 100);         // the fused side's count of A, not of B
+  EXPECT_EQ(m[0].fused_count, 100);        // the fused side's count of A, not of B
   EXPECT_EQ(m[0].pattern_count, 30);
   EXPECT_DOUBLE_EQ(m[0].pattern_confidence, 30.0 / 130.0);
   EXPECT_EQ(Evidence(m[0], kLabels),
@@ -104,7 +104,8 @@ GroupShape Shape(uint32_t size, const std::string& letters = "") {
   return GroupShape::Of(t, true, true);
 }
 
-std::vector<std::pair<uint32_t, uint32_t>> Match(std::vector<GroupShape> a, std::vector<GroupShape> b) {
+std::vector<std::pair<uint32_t, uint32_t>> Match(std::vector<GroupShape> a,
+                                                 std::vector<GroupShape> b) {
   return MatchGroups(a, b);
 }
 
@@ -214,9 +215,9 @@ TEST(ChainMapping, RatioAboveTwoAndDifferenceAboveOneHundred) {
             "Trace 1 runs A in chains of 3 calls (40 chains, 120 total), Trace 2 fuses to 1 calls "
             "(19 chains, 19 total) - 3.0x more efficient");
   // A difference of exactly 100 kernels is not enough.
-  EXPECT_TRUE(OfKind(Analyze(Sequence(chains(3, 40)), Sequence(chains(1, 20))),
-                     FusionMapping::Kind::kChain)
-                  .empty());
+  EXPECT_TRUE(
+      OfKind(Analyze(Sequence(chains(3, 40)), Sequence(chains(1, 20))), FusionMapping::Kind::kChain)
+          .empty());
   // Chains of exactly twice the length are not enough.
   EXPECT_TRUE(OfKind(Analyze(Sequence(chains(2, 120)), Sequence(chains(1, 20))),
                      FusionMapping::Kind::kChain)

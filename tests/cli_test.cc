@@ -135,3 +135,94 @@ TEST(Cli, ClassifyPrintsOneJsonObjectPerLine) {
 
 }  // namespace
 }  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+using testing::RunCommand;
+using testing::RunResult;
+
+class CompareCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    for (const char* p : {"amd", "nvidia"}) {
+      std::string path = dir_->path() + "/" + p + ".json";
+      ASSERT_EQ(
+          RunCommand(std::string(TRACEFUSE_GEN) + " --platform " + p + " --steps 30 -o " + path)
+              .exit_code,
+          0);
+    }
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string Traces() {
+    return dir_->path() + "/amd.json " + dir_->path() + "/nvidia.json";
+  }
+  static testing::TempDir* dir_;
+};
+testing::TempDir* CompareCli::dir_ = nullptr;
+
+TEST_F(CompareCli, TextReportNamesPlatformsAndFindings) {
+  RunResult r = RunCommand(std::string(TRACEFUSE_BINARY) + " compare " + Traces());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // stderr is not a terminal: no progress line
+  EXPECT_NE(r.out.find("FUSION COMPARISON: AMD vs NVIDIA"), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("AMD runs Attention+Reduce separately, NVIDIA fuses into Attention [30 groups"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Reduce: fused by NVIDIA"), std::string::npos) << r.out;
+}
+
+TEST_F(CompareCli, LabelsMarkdownCsvAndJson) {
+  std::string bin = std::string(TRACEFUSE_BINARY) + " compare " + Traces();
+  RunResult md = RunCommand(bin + " --format markdown --label1 MI300X --label2 H100");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_EQ(md.out.rfind("# Fusion comparison: MI300X vs H100\n", 0), 0u) << md.out;
+  EXPECT_NE(md.out.find("| type | MI300X count | H100 count |"), std::string::npos) << md.out;
+
+  RunResult csv = RunCommand(bin + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
+            "kernel_type,trace1_count,trace2_count,trace1_time_ms,trace2_time_ms,count_ratio,"
+            "time_ratio,opportunity,fused_by,opportunity_ratio,groups_affected,total_groups");
+  EXPECT_NE(csv.out.find("\nReduce,240,0,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(",inf,inf,yes,NVIDIA,inf,30,30\n"), std::string::npos) << csv.out;
+
+  RunResult json = RunCommand(bin + " --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["metadata"]["matched_groups"], 30);
+  EXPECT_EQ(j["fusion_mappings"][0]["fused_platform"], "Trace 2");  // the reference's labels
+  EXPECT_EQ(j["tracefuse"]["traces"][0]["platform"], "AMD");
+  EXPECT_EQ(j["tracefuse"]["traces"][1]["gpu"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(j["tracefuse"]["rule_set"], "wafer-kernel");
+  EXPECT_TRUE(j["tracefuse"]["timings_seconds"].contains("analyze"));
+}
+
+TEST_F(CompareCli, ProgressOnlyWhenAskedOrOnATerminal) {
+  RunResult r = RunCommand(std::string(TRACEFUSE_BINARY) + " compare " + Traces() +
+                           " --progress always --format csv");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.err.find("GB read"), std::string::npos) << r.err;
+  r = RunCommand(std::string(TRACEFUSE_BINARY) + " compare " + Traces() + " --progress never");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(CompareCli, FailureNamesTheFileAndLeavesNoReport) {
+  std::string out = dir_->path() + "/report.json";
+  std::string bad = dir_->File("bad.json", R"({"traceEvents": [{"cat": "kernel"}, {]})");
+  RunResult r = RunCommand(std::string(TRACEFUSE_BINARY) + " compare " + dir_->path() +
+                           "/amd.json " + bad + " --format json -o " + out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("tracefuse: error: " + bad + ": malformed JSON at byte ", 0), 0u) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  r = RunCommand(std::string(TRACEFUSE_BINARY) + " compare " + dir_->path() + "/amd.json " +
+                 dir_->path() + "/nope.json -o " + out);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "tracefuse: error: " + dir_->path() + "/nope.json: No such file or directory\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+}  // namespace
+}  // namespace tracefuse

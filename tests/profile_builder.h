@@ -13,7 +13,8 @@ namespace tracefuse::testing {
 // Categories A, B, C, D, E and Other: a name's first letter picks its category ("a1" is A,
 // "gemm" would be Other), so tests can spell type sequences as strings.
 inline std::shared_ptr<const Classifier> LetterClassifier() {
-  static std::shared_ptr<const Classifier> c = *Classifier::Create(*RuleSet::FromYaml(R"(
+  static std::shared_ptr<const Classifier> c =
+      *Classifier::Create(*RuleSet::FromYaml(R"(
 categories: [A, B, C, D, E, Other]
 rules:
   - {category: A, prefix: a}
@@ -21,7 +22,8 @@ rules:
   - {category: C, prefix: c}
   - {category: D, prefix: d}
   - {category: E, prefix: e}
-)", "letters.yaml"));
+)",
+                                             "letters.yaml"));
   return c;
 }
 

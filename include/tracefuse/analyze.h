@@ -52,9 +52,7 @@ struct FusionOpportunity {
   uint64_t total_groups = 0;
   bool from_groups = false;  // found in matched groups (else in the whole traces)
 
-  double impact() const {
-    return ratio * static_cast<double>(trace1_total + trace2_total);
-  }
+  double impact() const { return ratio * static_cast<double>(trace1_total + trace2_total); }
 };
 
 struct FusionMapping {
@@ -75,14 +73,14 @@ struct FusionMapping {
   std::optional<std::pair<int64_t, int64_t>> correlation_groups;  // per-group mappings only
 
   // What the evidence sentence needs besides the fields above.
-  std::string type;      // the imbalanced / chained / trailing type
-  double ratio = 0;      // imbalance and partial: max/min counts; chain: avg ratio
+  std::string type;  // the imbalanced / chained / trailing type
+  double ratio = 0;  // imbalance and partial: max/min counts; chain: avg ratio
   int64_t unfused_count = 0;
-  int64_t groups_analyzed = 0;  // partial
+  int64_t groups_analyzed = 0;                           // partial
   std::vector<std::pair<std::string, int64_t>> targets;  // partial, up to 3
-  double unfused_avg = 0, fused_avg = 0;                  // chain
-  int64_t unfused_chains = 0, fused_chains = 0;           // chain
-  int64_t unfused_total = 0, fused_total = 0;             // chain
+  double unfused_avg = 0, fused_avg = 0;                 // chain
+  int64_t unfused_chains = 0, fused_chains = 0;          // chain
+  int64_t unfused_total = 0, fused_total = 0;            // chain
 };
 
 // The reference's evidence sentence, with `labels` naming trace 1 and trace 2 ("Trace 1" and
@@ -109,9 +107,9 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
 // Returns (trace-1 index, trace-2 index) pairs in processing order.
 struct GroupShape {
   uint32_t size = 0;
-  bool has_attention = false;  // a kernel name contains "attention" or "fmha"
-  bool has_ffn = false;        // a kernel name contains "cijk", "nvjet" or "gemm"
-  uint16_t dominant = 0;       // most frequent type, the first seen on ties
+  bool has_attention = false;         // a kernel name contains "attention" or "fmha"
+  bool has_ffn = false;               // a kernel name contains "cijk", "nvjet" or "gemm"
+  uint16_t dominant = 0;              // most frequent type, the first seen on ties
   std::vector<uint64_t> composition;  // bit set of the types present
 
   // From the group's kernel types in list order.

@@ -35,6 +35,11 @@ struct PipelineOptions {
   std::function<void(const ProgressUpdate&)> progress;
 };
 
+// Tells glibc to keep freed memory for reuse instead of returning it to the kernel: faulting a
+// fresh 4 KiB page costs about 15 us on these machines (0.3 GB/s), so memory freed by the
+// reading stages is worth recycling for the analysis. Call once, early, from a program's main.
+void KeepFreedMemoryForReuse();
+
 // SLURM_CPUS_PER_TASK when set to a positive number, else the CPUs this process may run on.
 int DefaultThreadCount();
 

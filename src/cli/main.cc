@@ -6,17 +6,17 @@
 
 #include <array>
 #include <chrono>
-#include <mutex>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <string>
 
 #include "CLI/CLI.hpp"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "simdjson.h"
 #include "fmt/format.h"
+#include "simdjson.h"
 #include "tracefuse/analyze.h"
 #include "tracefuse/classify.h"
 #include "tracefuse/pipeline.h"
@@ -284,22 +284,27 @@ int Main(int argc, char** argv) {
       "compare", "Compare two traces (e.g. AMD vs NVIDIA): which platform fuses which operations");
   compare_cmd->add_option("TRACE1", compare.trace1, "first trace (.json or .json.gz)")->required();
   compare_cmd->add_option("TRACE2", compare.trace2, "second trace (.json or .json.gz)")->required();
-  compare_cmd->add_option("--format", compare.format,
-                          "text and markdown for people; json keeps wafer's schema (plus a "
-                          "\"tracefuse\" key); csv has one row per kernel type")
+  compare_cmd
+      ->add_option("--format", compare.format,
+                   "text and markdown for people; json keeps wafer's schema (plus a "
+                   "\"tracefuse\" key); csv has one row per kernel type")
       ->check(CLI::IsMember({"text", "json", "csv", "markdown"}))
       ->capture_default_str();
-  compare_cmd->add_option("-o,--output", compare.output, "write to FILE (atomically) instead of stdout");
+  compare_cmd->add_option("-o,--output", compare.output,
+                          "write to FILE (atomically) instead of stdout");
   compare_cmd->add_option("--ruleset", compare.ruleset, rules_help)->capture_default_str();
-  compare_cmd->add_option("--min-group-size", compare.min_group_size,
-                          "smallest correlation group (graph replay) that is matched")
+  compare_cmd
+      ->add_option("--min-group-size", compare.min_group_size,
+                   "smallest correlation group (graph replay) that is matched")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  compare_cmd->add_option("--threads", compare.threads,
-                          "worker threads (default: $SLURM_CPUS_PER_TASK, else the CPUs available)")
+  compare_cmd
+      ->add_option("--threads", compare.threads,
+                   "worker threads (default: $SLURM_CPUS_PER_TASK, else the CPUs available)")
       ->check(CLI::PositiveNumber);
-  compare_cmd->add_option("--progress", compare.progress,
-                          "progress line on stderr: auto shows it only when stderr is a terminal")
+  compare_cmd
+      ->add_option("--progress", compare.progress,
+                   "progress line on stderr: auto shows it only when stderr is a terminal")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   compare_cmd->add_option("--label1", compare.label1,
@@ -345,4 +350,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace tracefuse
 
-int main(int argc, char** argv) { return tracefuse::Main(argc, argv); }
+int main(int argc, char** argv) {
+  tracefuse::KeepFreedMemoryForReuse();
+  return tracefuse::Main(argc, argv);
+}
