@@ -246,6 +246,16 @@ int RunClassify(const ClassifyArgs& a) {
   return kExitOk;
 }
 
+// The options every trace-reading command shares.
+void AddTraceOptions(CLI::App* cmd, const std::string& rules_help, std::string* output,
+                     std::string* ruleset, int* threads) {
+  cmd->add_option("-o,--output", *output, "write to FILE (atomically) instead of stdout");
+  cmd->add_option("--ruleset", *ruleset, rules_help)->capture_default_str();
+  cmd->add_option("--threads", *threads,
+                  "worker threads (default: $SLURM_CPUS_PER_TASK, else the CPUs available)")
+      ->check(CLI::PositiveNumber);
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{
       "tracefuse: stream PyTorch-profiler (Kineto) traces from AMD and NVIDIA GPUs, "
@@ -271,13 +281,7 @@ int Main(int argc, char** argv) {
   stats_cmd->add_option("--format", stats.format, "output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  stats_cmd->add_option("-o,--output", stats.output,
-                        "write to FILE (atomically) instead of stdout");
-  stats_cmd->add_option("--ruleset", stats.ruleset, rules_help)->capture_default_str();
-  stats_cmd
-      ->add_option("--threads", stats.threads,
-                   "worker threads (default: $SLURM_CPUS_PER_TASK, else the CPUs available)")
-      ->check(CLI::PositiveNumber);
+  AddTraceOptions(stats_cmd, rules_help, &stats.output, &stats.ruleset, &stats.threads);
 
   CompareArgs compare;
   CLI::App* compare_cmd = app.add_subcommand(
@@ -290,18 +294,12 @@ int Main(int argc, char** argv) {
                    "\"tracefuse\" key); csv has one row per kernel type")
       ->check(CLI::IsMember({"text", "json", "csv", "markdown"}))
       ->capture_default_str();
-  compare_cmd->add_option("-o,--output", compare.output,
-                          "write to FILE (atomically) instead of stdout");
-  compare_cmd->add_option("--ruleset", compare.ruleset, rules_help)->capture_default_str();
+  AddTraceOptions(compare_cmd, rules_help, &compare.output, &compare.ruleset, &compare.threads);
   compare_cmd
       ->add_option("--min-group-size", compare.min_group_size,
                    "smallest correlation group (graph replay) that is matched")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  compare_cmd
-      ->add_option("--threads", compare.threads,
-                   "worker threads (default: $SLURM_CPUS_PER_TASK, else the CPUs available)")
-      ->check(CLI::PositiveNumber);
   compare_cmd
       ->add_option("--progress", compare.progress,
                    "progress line on stderr: auto shows it only when stderr is a terminal")
