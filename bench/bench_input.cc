@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -11,6 +12,7 @@
 
 #include "simdjson.h"
 #include "tracefuse/parse.h"
+#include "tracefuse/pipeline.h"
 
 namespace tracefuse::bench {
 
@@ -49,7 +51,7 @@ std::vector<EventChunk> Chunks(const std::string& text, size_t chunk_bytes) {
 }
 
 std::vector<std::string> KernelNames() {
-  std::vector<std::string> names;
+  std::set<std::string> distinct;
   std::ifstream in(std::string(TRACEFUSE_SHARED_DIR) + "/golden/classify/kernel_names.jsonl");
   if (in) {
     simdjson::dom::parser parser;
@@ -58,11 +60,22 @@ std::vector<std::string> KernelNames() {
       simdjson::dom::element row;
       if (parser.parse(simdjson::padded_string(line)).get(row)) continue;
       std::string_view name;
-      if (row["name"].get_string().get(name) == simdjson::SUCCESS) names.emplace_back(name);
+      if (row["name"].get_string().get(name) == simdjson::SUCCESS) distinct.emplace(name);
     }
-    if (!names.empty()) return names;
+    // And every name of the real traces, read through the pipeline.
+    std::vector<std::string> traces;
+    for (const auto& e :
+         std::filesystem::directory_iterator(std::string(TRACEFUSE_SHARED_DIR) + "/traces/real")) {
+      std::string p = e.path().string();
+      if (p.find("rocprof") == std::string::npos && p.size() > 8 &&
+          p.substr(p.size() - 8) == ".json.gz")
+        traces.push_back(p);
+    }
+    auto profiles = ProfileTraces(traces, *Classifier::Create(*RuleSet::Load("wafer-kernel")), {});
+    if (profiles.ok())
+      for (const TraceProfile& t : *profiles) distinct.insert(t.names.begin(), t.names.end());
+    if (!distinct.empty()) return std::vector<std::string>(distinct.begin(), distinct.end());
   }
-  std::set<std::string> distinct;
   ChunkParser parser;
   ParsedChunk parsed;
   for (const char* platform : {"amd", "nvidia"}) {

@@ -21,8 +21,8 @@ Block WholeBlock(const std::string& text);
 // `text` split into event chunks of about `chunk_bytes`.
 std::vector<EventChunk> Chunks(const std::string& text, size_t chunk_bytes);
 
-// Distinct kernel names: those of the golden names file when ../shared is present (every name
-// found in real and golden traces), else those of a generated trace.
+// Distinct kernel names: those of the golden names file and of every real trace when ../shared
+// is present, else those of generated traces.
 std::vector<std::string> KernelNames();
 
 }  // namespace tracefuse::bench

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "fmt/ranges.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -165,6 +166,17 @@ namespace {
 const std::array<std::string, 2> kCompatLabels = {"Trace 1", "Trace 2"};
 
 double Millis(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// RFC 4180: quoted when it holds a separator, a quote or a line break; quotes doubled.
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) {
+    if (ch == '"') q += '"';
+    q += ch;
+  }
+  return q + "\"";
+}
 
 std::string RatioText(double r) {
   if (std::isinf(r)) return "inf";
@@ -601,15 +613,7 @@ std::string FusionText(const FusionReport& r, const CompareContext& c, bool mark
 }
 
 std::string FusionCsv(const FusionReport& r, const CompareContext& c) {
-  auto quote = [](const std::string& s) {
-    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-    std::string q = "\"";
-    for (char ch : s) {
-      if (ch == '"') q += '"';
-      q += ch;
-    }
-    return q + "\"";
-  };
+  const auto& quote = CsvField;
   auto num = [](double v) { return std::isinf(v) ? std::string("inf") : fmt::format("{}", v); };
   const TraceProfile& a = *c.traces[0];
   const TraceProfile& b = *c.traces[1];
@@ -636,6 +640,202 @@ std::string FusionCsv(const FusionReport& r, const CompareContext& c) {
       out += "no,,,,\n";
     }
   }
+  return out;
+}
+
+namespace {
+
+struct KernelShare {
+  uint32_t name;
+  uint64_t count;
+  int64_t time_ns;
+};
+
+struct CategoryBreakdown {
+  uint16_t category;
+  uint64_t count = 0;
+  int64_t time_ns = 0;
+  std::vector<KernelShare> top;  // by time, descending
+};
+
+// Per category (by time, descending) with its `top` kernels by time; categories without kernels
+// are left out.
+std::vector<CategoryBreakdown> Breakdown(const TraceProfile& p, size_t top) {
+  std::vector<CategoryBreakdown> cats(p.category_count());
+  for (size_t c = 0; c < cats.size(); ++c) cats[c].category = uint16_t(c);
+  for (uint32_t n = 0; n < p.names.size(); ++n) {
+    CategoryBreakdown& c = cats[p.category_of_name(n)];
+    c.count += p.name_kernels[n];
+    c.time_ns += p.name_time_ns[n];
+    c.top.push_back({n, p.name_kernels[n], p.name_time_ns[n]});
+  }
+  std::vector<CategoryBreakdown> out;
+  for (CategoryBreakdown& c : cats) {
+    if (c.count == 0) continue;
+    std::stable_sort(c.top.begin(), c.top.end(), [](const KernelShare& a, const KernelShare& b) {
+      return a.time_ns > b.time_ns;
+    });
+    if (c.top.size() > top) c.top.resize(top);
+    out.push_back(std::move(c));
+  }
+  std::stable_sort(
+      out.begin(), out.end(),
+      [](const CategoryBreakdown& a, const CategoryBreakdown& b) { return a.time_ns > b.time_ns; });
+  return out;
+}
+
+uint16_t UnclassifiedCategory(const TraceProfile& p) {
+  return p.classifier->rule_set().category_index(p.classifier->rule_set().fallback().category);
+}
+
+double Share(int64_t part, int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
+
+std::string Shorten(const std::string& s, size_t n) {
+  std::string_view p = Utf8Prefix(s, n);
+  return p.size() < s.size() ? std::string(p) + "..." : s;
+}
+
+}  // namespace
+
+std::string BreakdownJson(const TraceProfile& p, size_t top) {
+  const int64_t total = KernelTimeNs(p);
+  std::string out;
+  PyJsonWriter w(&out, nullptr);
+  auto kernel = [&](const KernelShare& k) {
+    w.BeginObject();
+    w.Field("name", p.names[k.name]);
+    w.Field("count", k.count);
+    w.Field("time_us", Millis(k.time_ns) * 1000);
+    w.EndObject();
+  };
+  w.BeginObject();
+  w.Field("trace", p.path);
+  w.Field("platform", PlatformName(p.platform));
+  w.Field("gpu", p.gpu);
+  w.Field("rule_set", p.classifier->rule_set().name());
+  w.Field("kernels", p.kernels.size());
+  w.Field("kernel_time_us", Millis(total) * 1000);
+  w.Key("categories");
+  w.BeginArray();
+  std::vector<CategoryBreakdown> cats = Breakdown(p, top);
+  for (const CategoryBreakdown& c : cats) {
+    w.BeginObject();
+    w.Field("category", p.category_name(c.category));
+    w.Field("count", c.count);
+    w.Field("time_us", Millis(c.time_ns) * 1000);
+    w.Field("time_share", Share(c.time_ns, total));
+    w.Field("avg_us", Millis(c.time_ns) * 1000 / double(c.count));
+    w.Key("top_kernels");
+    w.BeginArray();
+    for (const KernelShare& k : c.top) kernel(k);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("unclassified");
+  w.BeginArray();
+  const uint16_t other = UnclassifiedCategory(p);
+  for (const CategoryBreakdown& c : cats)
+    if (c.category == other)
+      for (const KernelShare& k : c.top) kernel(k);
+  w.EndArray();
+  w.EndObject();
+  out += '\n';
+  return out;
+}
+
+std::string BreakdownText(const TraceProfile& p, size_t top) {
+  const int64_t total = KernelTimeNs(p);
+  std::string out =
+      fmt::format("{}: {} [{}], {} kernels, {:.3f} ms kernel time, rule set {}\n\n", p.path,
+                  p.gpu.empty() ? "(GPU not named)" : p.gpu, PlatformName(p.platform),
+                  Thousands(p.kernels.size()), Millis(total), p.classifier->rule_set().name());
+  std::vector<CategoryBreakdown> cats = Breakdown(p, top);
+  size_t width = 8;
+  for (const CategoryBreakdown& c : cats)
+    width = std::max(width, p.category_name(c.category).size());
+  fmt::format_to(std::back_inserter(out), "  {:<{}}  {:>10}  {:>12}  {:>7}  {:>10}\n", "category",
+                 width, "kernels", "time ms", "share", "avg us");
+  for (const CategoryBreakdown& c : cats) {
+    fmt::format_to(std::back_inserter(out), "  {:<{}}  {:>10}  {:>12.3f}  {:>6.1f}%  {:>10.2f}\n",
+                   p.category_name(c.category), width, Thousands(c.count), Millis(c.time_ns),
+                   100 * Share(c.time_ns, total), Millis(c.time_ns) * 1000 / double(c.count));
+  }
+  const uint16_t other = UnclassifiedCategory(p);
+  for (const CategoryBreakdown& c : cats) {
+    out += fmt::format("\n{}{}:\n", p.category_name(c.category),
+                       c.category == other ? " (unclassified: candidates for a rule file)" : "");
+    for (const KernelShare& k : c.top) {
+      fmt::format_to(std::back_inserter(out), "  {:>12.3f} ms  {:>8}x  {}\n", Millis(k.time_ns),
+                     Thousands(k.count), Shorten(p.names[k.name], 120));
+    }
+  }
+  return out;
+}
+
+std::string BreakdownCsv(const TraceProfile& p, size_t top) {
+  const int64_t total = KernelTimeNs(p);
+  std::string out = "category,kernel,count,time_us,time_share\n";
+  for (const CategoryBreakdown& c : Breakdown(p, top)) {
+    const std::string& cat = p.category_name(c.category);
+    out += fmt::format("{},,{},{},{}\n", CsvField(cat), c.count, Millis(c.time_ns) * 1000,
+                       Share(c.time_ns, total));
+    for (const KernelShare& k : c.top) {
+      out += fmt::format("{},{},{},{},{}\n", CsvField(cat), CsvField(p.names[k.name]), k.count,
+                         Millis(k.time_ns) * 1000, Share(k.time_ns, total));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string DescribePredicate(const Predicate& p) {
+  auto lit = [&](const char* kind) {
+    return fmt::format("{} \"{}\"{}", kind, p.text, p.caseless ? "" : " (case-sensitive)");
+  };
+  auto list = [&](const char* op) {
+    std::string s = std::string(op) + "(";
+    for (size_t i = 0; i < p.children.size(); ++i) {
+      if (i > 0) s += ", ";
+      s += DescribePredicate(p.children[i]);
+    }
+    return s + ")";
+  };
+  switch (p.kind) {
+    case Predicate::Kind::kContains:
+      return lit("contains");
+    case Predicate::Kind::kPrefix:
+      return lit("prefix");
+    case Predicate::Kind::kRegex:
+      return lit("regex");
+    case Predicate::Kind::kPlatform:
+      return fmt::format("platform {}", PlatformName(p.platform));
+    case Predicate::Kind::kNot:
+      return "not " + DescribePredicate(p.children[0]);
+    case Predicate::Kind::kAll:
+      return list("all");
+    case Predicate::Kind::kAny:
+      return list("any");
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string RulesText(const RuleSet& rules) {
+  std::string out =
+      fmt::format("rule set {}: {}\ncategories ({}): {}\n\n", rules.name(), rules.description(),
+                  rules.categories().size(), fmt::join(rules.categories(), ", "));
+  for (size_t i = 0; i < rules.rules().size(); ++i) {
+    const Rule& r = rules.rules()[i];
+    out += fmt::format("{:>3}. {}{} <- {}\n", i + 1, r.category,
+                       r.pattern.empty() ? "" : fmt::format(" [{}]", r.pattern),
+                       DescribePredicate(r.when));
+  }
+  out += fmt::format(
+      "     otherwise {}{}\n", rules.fallback().category,
+      rules.fallback().pattern.empty() ? "" : fmt::format(" [{}]", rules.fallback().pattern));
   return out;
 }
 

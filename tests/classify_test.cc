@@ -148,7 +148,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "my.yaml:3: bad regex '(unclosed': Missing close parenthesis for group started at "
                 "index 0."},
         BadFile{"extends: nope\n",
-                "my.yaml:1: unknown rule set 'nope' (built-in sets: wafer-kernel, wafer-op)"},
+                "my.yaml:1: unknown rule set 'nope' (built-in sets: tracefuse, wafer-kernel, "
+                "wafer-op)"},
         BadFile{"categories: [A, B, A]\n", "my.yaml:1: duplicate category 'A'"},
         BadFile{"extends: wafer-kernel\ncategories: [GEMM]\n",
                 "my.yaml:2: category 'GEMM' is already defined by 'wafer-kernel'"},

@@ -2,6 +2,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
+#include "tracefuse/classify.h"
 
 namespace tracefuse {
 namespace {
@@ -57,9 +58,9 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(r.exit_code, 2);
   r = RunCommand(Bin() + " stats x.json --ruleset nosuchset");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(
-      r.err,
-      "tracefuse: error: unknown rule set 'nosuchset' (built-in sets: wafer-kernel, wafer-op)\n");
+  EXPECT_EQ(r.err,
+            "tracefuse: error: unknown rule set 'nosuchset' (built-in sets: tracefuse, "
+            "wafer-kernel, wafer-op)\n");
 }
 
 TEST(Cli, HelpListsCommandsAndExitCodes) {
@@ -196,7 +197,7 @@ TEST_F(CompareCli, LabelsMarkdownCsvAndJson) {
   EXPECT_EQ(j["fusion_mappings"][0]["fused_platform"], "Trace 2");  // the reference's labels
   EXPECT_EQ(j["tracefuse"]["traces"][0]["platform"], "AMD");
   EXPECT_EQ(j["tracefuse"]["traces"][1]["gpu"], "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(j["tracefuse"]["rule_set"], "wafer-kernel");
+  EXPECT_EQ(j["tracefuse"]["rule_set"], "tracefuse");  // the default
   EXPECT_TRUE(j["tracefuse"]["timings_seconds"].contains("analyze"));
 }
 
@@ -222,6 +223,94 @@ TEST_F(CompareCli, FailureNamesTheFileAndLeavesNoReport) {
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.err, "tracefuse: error: " + dir_->path() + "/nope.json: No such file or directory\n");
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+}  // namespace
+}  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+using testing::RunCommand;
+using testing::RunResult;
+
+TEST(RulesCli, ListsAndChecksRuleSets) {
+  RunResult r = RunCommand(std::string(TRACEFUSE_BINARY) + " rules");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("rule set tracefuse: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("  1. Communication <- any(contains \"nccl\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("     otherwise Other\n"), std::string::npos);
+
+  testing::TempDir dir;
+  std::string good =
+      dir.File("good.yaml", "extends: tracefuse\nrules:\n  - {category: GEMM, prefix: mygemm}\n");
+  r = RunCommand(std::string(TRACEFUSE_BINARY) + " rules --check --ruleset " + good);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto base = *RuleSet::Load("tracefuse");
+  EXPECT_EQ(r.out, good + ": OK (" + std::to_string(base->rules().size() + 1) + " rules, " +
+                       std::to_string(base->categories().size()) + " categories)\n");
+
+  const std::pair<const char*, const char*> bad[] = {
+      {"rules:\n  - category: A\n    regex: \"(x\"\n",
+       ":3: bad regex '(x': Missing close parenthesis for group started at index 0."},
+      {"extends: nothere\n",
+       ":1: unknown rule set 'nothere' (built-in sets: tracefuse, wafer-kernel, wafer-op)"},
+      {"categories: [A, A]\n", ":1: duplicate category 'A'"},
+  };
+  for (const auto& [yaml, message] : bad) {
+    std::string f = dir.File("bad.yaml", yaml);
+    r = RunCommand(std::string(TRACEFUSE_BINARY) + " rules --check --ruleset " + f);
+    EXPECT_EQ(r.exit_code, 1) << yaml;
+    EXPECT_EQ(r.err, "tracefuse: error: " + f + message + "\n");
+  }
+}
+
+TEST(RulesCli, UserRulesTakePrecedenceInEveryCommand) {
+  testing::TempDir dir;
+  std::string rules = dir.File("mine.yaml",
+                               "extends: tracefuse\ncategories: [MyAttention]\nrules:\n"
+                               "  - {category: MyAttention, contains: unified_attention}\n");
+  RunResult r = RunCommand(std::string(TRACEFUSE_BINARY) + " classify --ruleset " + rules,
+                           "kernel_unified_attention_3d\nCijk_Alik\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"name\":\"kernel_unified_attention_3d\",\"category\":\"MyAttention\"}\n"
+            "{\"name\":\"Cijk_Alik\",\"category\":\"GEMM\"}\n");
+}
+
+TEST(BreakdownCli, JsonShape) {
+  testing::TempDir dir;
+  std::string trace = dir.path() + "/t.json";
+  ASSERT_EQ(
+      RunCommand(std::string(TRACEFUSE_GEN) + " --platform amd --steps 10 -o " + trace).exit_code,
+      0);
+  RunResult r =
+      RunCommand(std::string(TRACEFUSE_BINARY) + " breakdown " + trace + " --format json --top 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["trace"], trace);
+  EXPECT_EQ(j["platform"], "AMD");
+  EXPECT_EQ(j["gpu"], "AMD Instinct MI300X");
+  EXPECT_EQ(j["rule_set"], "tracefuse");
+  EXPECT_EQ(j["kernels"], 10 * (8 * 11 + 5 + 6));
+  double share = 0, time = 0;
+  int64_t count = 0;
+  for (const auto& c : j["categories"]) {
+    share += c["time_share"].get<double>();
+    time += c["time_us"].get<double>();
+    count += c["count"].get<int64_t>();
+    EXPECT_LE(c["top_kernels"].size(), 2u);
+    EXPECT_GT(c["top_kernels"][0]["count"].get<int64_t>(), 0);
+  }
+  EXPECT_NEAR(share, 1.0, 1e-9);
+  EXPECT_NEAR(time, j["kernel_time_us"].get<double>(), 1e-6);
+  EXPECT_EQ(count, j["kernels"].get<int64_t>());
+  EXPECT_EQ(j["categories"][0]["category"], "GEMM");  // the most time
+  EXPECT_TRUE(j["unclassified"].is_array());
+  EXPECT_TRUE(j["unclassified"].empty());
+  RunResult csv =
+      RunCommand(std::string(TRACEFUSE_BINARY) + " breakdown " + trace + " --format csv");
+  EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), "category,kernel,count,time_us,time_share");
 }
 
 }  // namespace

@@ -20,6 +20,16 @@ using Json = nlohmann::ordered_json;
 Json StatsJson(const TraceProfile& profile, double elapsed_seconds);
 std::string StatsText(const TraceProfile& profile, double elapsed_seconds);
 
+// `tracefuse breakdown`: kernel time per category with the top kernels of each, and the top
+// unclassified kernels (the rule set's default category), so a user sees what a rule file
+// should add.
+std::string BreakdownJson(const TraceProfile& profile, size_t top);
+std::string BreakdownText(const TraceProfile& profile, size_t top);
+std::string BreakdownCsv(const TraceProfile& profile, size_t top);
+
+// `tracefuse rules`: a rule set as text, one rule per line with its predicate.
+std::string RulesText(const RuleSet& rules);
+
 // What a fusion report shows besides the analysis itself.
 struct CompareContext {
   std::array<const TraceProfile*, 2> traces{};

@@ -66,7 +66,7 @@ struct StatsArgs {
   std::string trace;
   std::string format = "text";
   std::string output = "-";
-  std::string ruleset = "wafer-kernel";
+  std::string ruleset = "tracefuse";
   int threads = 0;
 };
 
@@ -87,13 +87,61 @@ int RunStats(const StatsArgs& a) {
   return written.ok() ? kExitOk : Fail(written, kExitIo);
 }
 
+// --- breakdown -----------------------------------------------------------------------------------
+
+struct BreakdownArgs {
+  std::string trace;
+  std::string format = "text";
+  std::string output = "-";
+  std::string ruleset = "tracefuse";
+  int threads = 0;
+  size_t top = 5;
+};
+
+int RunBreakdown(const BreakdownArgs& a) {
+  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
+  if (!classifier.ok()) return Fail(classifier.status(), kExitUsage);
+  PipelineOptions options;
+  options.threads = a.threads;
+  absl::StatusOr<std::vector<TraceProfile>> profiles =
+      ProfileTraces({a.trace}, *classifier, options);
+  if (!profiles.ok()) return Fail(profiles.status());
+  const TraceProfile& p = profiles->front();
+  std::string out = a.format == "json"  ? BreakdownJson(p, a.top)
+                    : a.format == "csv" ? BreakdownCsv(p, a.top)
+                                        : BreakdownText(p, a.top);
+  absl::Status written = WriteOutput(a.output, out);
+  return written.ok() ? kExitOk : Fail(written, kExitIo);
+}
+
+// --- rules ---------------------------------------------------------------------------------------
+
+struct RulesArgs {
+  std::string ruleset = "tracefuse";
+  bool check = false;
+};
+
+int RunRules(const RulesArgs& a) {
+  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
+  if (!classifier.ok()) return Fail(classifier.status(), a.check ? kExitBadTrace : kExitUsage);
+  const RuleSet& rules = (*classifier)->rule_set();
+  if (a.check) {
+    std::printf("%s: OK (%zu rules, %zu categories)\n", a.ruleset.c_str(), rules.rules().size(),
+                rules.categories().size());
+    return kExitOk;
+  }
+  std::string out = RulesText(rules);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
 // --- compare -----------------------------------------------------------------------------------
 
 struct CompareArgs {
   std::string trace1, trace2;
   std::string format = "text";
   std::string output = "-";
-  std::string ruleset = "wafer-kernel";
+  std::string ruleset = "tracefuse";
   std::string progress = "auto";
   std::string label1, label2;
   uint32_t min_group_size = 50;
@@ -184,7 +232,7 @@ int RunCompare(const CompareArgs& a) {
 
 struct ClassifyArgs {
   std::string input = "-";
-  std::string ruleset = "wafer-kernel";
+  std::string ruleset = "tracefuse";
   std::string platform;
   std::string format = "lines";
 };
@@ -309,6 +357,28 @@ int Main(int argc, char** argv) {
                           "name for trace 1 in text, markdown and CSV (default: its platform)");
   compare_cmd->add_option("--label2", compare.label2, "name for trace 2");
 
+  BreakdownArgs breakdown;
+  CLI::App* breakdown_cmd = app.add_subcommand(
+      "breakdown",
+      "Kernel time per category, the top kernels of each, and the top unclassified "
+      "kernels of one trace");
+  breakdown_cmd->add_option("TRACE", breakdown.trace, "trace file (.json or .json.gz; - for stdin)")
+      ->required();
+  breakdown_cmd->add_option("--format", breakdown.format, "output format")
+      ->check(CLI::IsMember({"text", "json", "csv"}))
+      ->capture_default_str();
+  breakdown_cmd->add_option("--top", breakdown.top, "kernels listed per category")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  AddTraceOptions(breakdown_cmd, rules_help, &breakdown.output, &breakdown.ruleset,
+                  &breakdown.threads);
+
+  RulesArgs rules;
+  CLI::App* rules_cmd = app.add_subcommand("rules", "List a rule set, or validate a rule file");
+  rules_cmd->add_option("--ruleset", rules.ruleset, rules_help)->capture_default_str();
+  rules_cmd->add_flag("--check", rules.check,
+                      "only validate: report the first error with its line and exit 1");
+
   ClassifyArgs classify;
   CLI::App* classify_cmd = app.add_subcommand(
       "classify", "Classify kernel names, one per line, printing one JSON object per line");
@@ -341,6 +411,8 @@ int Main(int argc, char** argv) {
   }
   if (stats_cmd->parsed()) return RunStats(stats);
   if (compare_cmd->parsed()) return RunCompare(compare);
+  if (breakdown_cmd->parsed()) return RunBreakdown(breakdown);
+  if (rules_cmd->parsed()) return RunRules(rules);
   if (classify_cmd->parsed()) return RunClassify(classify);
   return kExitUsage;
 }
