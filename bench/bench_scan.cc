@@ -13,7 +13,7 @@ void BM_Splitter(benchmark::State& state, const char* layout) {
   for (auto _ : state) {
     EventSplitter splitter("bench");
     chunks.clear();
-    if (!splitter.Feed(block, &chunks).ok() || !splitter.Finish(&chunks).ok()) {
+    if (!splitter.Feed(block, &chunks).ok() || !splitter.Finish().ok()) {
       state.SkipWithError("split failed");
       break;
     }

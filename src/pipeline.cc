@@ -147,7 +147,7 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
       if (!more.ok()) {
         st = more.status();
       } else if (!*more) {
-        st = splitter.Finish(&produced);
+        st = splitter.Finish();
         input_done = true;
       } else {
         st = splitter.Feed(block, &produced);

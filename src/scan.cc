@@ -254,9 +254,7 @@ absl::Status EventSplitter::EndGap(uint64_t offset, bool before_event) {
   return absl::OkStatus();
 }
 
-absl::Status EventSplitter::OnOpen(char c, uint64_t offset, const char* at, const Block& block,
-                                   std::vector<EventChunk>* out) {
-  (void)out;
+absl::Status EventSplitter::OnOpen(char c, uint64_t offset, const char* at, const Block& block) {
   if (stack_.empty()) {
     if (c == '[') {
       bare_array_ = true;
@@ -388,7 +386,7 @@ absl::Status EventSplitter::Feed(const Block& block, std::vector<EventChunk>* ou
         brackets &= brackets - 1;
         const char c = base[pos];
         uint64_t offset = block.offset + pos;
-        absl::Status st = (c == '{' || c == '[') ? OnOpen(c, offset, base + pos, block, out)
+        absl::Status st = (c == '{' || c == '[') ? OnOpen(c, offset, base + pos, block)
                                                  : OnClose(c, offset, block, out);
         if (!st.ok()) return st;
         if (finished_) {
@@ -415,8 +413,7 @@ absl::Status EventSplitter::Feed(const Block& block, std::vector<EventChunk>* ou
   return absl::OkStatus();
 }
 
-absl::Status EventSplitter::Finish(std::vector<EventChunk>* out) {
-  (void)out;
+absl::Status EventSplitter::Finish() {
   if (!started_) {
     if (scanned_ == 0) return absl::InvalidArgumentError(StrCat(name_, ": empty input"));
     return absl::InvalidArgumentError(

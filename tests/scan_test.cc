@@ -58,7 +58,7 @@ std::vector<EventChunk> Split(const std::string& text, size_t block_size, EventS
     *status = splitter->Feed(b, &chunks);
     if (!status->ok()) return chunks;
   }
-  *status = splitter->Finish(&chunks);
+  *status = splitter->Finish();
   return chunks;
 }
 

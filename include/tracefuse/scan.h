@@ -50,8 +50,9 @@ class EventSplitter {
 
   // Scans one block (blocks must arrive in input order) and appends completed chunks to `out`.
   absl::Status Feed(const Block& block, std::vector<EventChunk>* out);
-  // Ends the input: checks that the top-level value is complete, flushes the last chunk.
-  absl::Status Finish(std::vector<EventChunk>* out);
+  // Ends the input: checks that the top-level value is complete. (Every chunk has been handed
+  // out by Feed: the last one closes with the events array.)
+  absl::Status Finish();
 
   // True once the events array has been entered: metadata_json() then holds every top-level key
   // that precedes it (followed by an unterminated '[').
@@ -64,8 +65,7 @@ class EventSplitter {
 
  private:
   absl::Status Error(uint64_t offset, const std::string& what) const;
-  absl::Status OnOpen(char c, uint64_t offset, const char* at, const Block& block,
-                      std::vector<EventChunk>* out);
+  absl::Status OnOpen(char c, uint64_t offset, const char* at, const Block& block);
   absl::Status OnClose(char c, uint64_t offset, const Block& block, std::vector<EventChunk>* out);
   absl::Status CheckGap(const char* begin, const char* end, uint64_t offset);
   absl::Status EndGap(uint64_t offset, bool before_event);
