@@ -35,6 +35,7 @@ struct Options {
   int eager_per_step = 6;
   int python_per_kernel = 1;
   uint64_t steps = 0;  // 0: as many as the size allows
+  bool summary = false;
 };
 
 // splitmix64: small, fast and deterministic.
@@ -271,6 +272,9 @@ class TraceWriter {
     Metadata("process_name", 2, amd_ ? "AMD Instinct MI300X" : "NVIDIA H100 80GB HBM3");
   }
 
+  uint64_t kernels() const { return kernels_; }
+  uint64_t events() const { return events_; }
+
   void Footer() {
     w_.Raw(o_.layout == "lines" ? "\n  ],\n" : "], ");
     w_.Raw(
@@ -317,6 +321,7 @@ class TraceWriter {
     w_.Raw("}}");
   }
   void Complete(const char* cat, std::string_view name, int64_t ts, int64_t dur, int pid, int tid) {
+    ++events_;
     w_.BeginEvent();
     w_.Raw("{\"ph\": \"X\", \"cat\": \"");
     w_.Raw(cat);
@@ -383,6 +388,7 @@ class TraceWriter {
     w_.Raw("}");
   }
   void Kernel(const KernelKind& k, uint64_t corr, uint64_t ext) {
+    ++kernels_;
     int64_t dur = k.dur_ns + rng_.Range(0, k.dur_ns / 8 + 1);
     Complete("kernel", k.name, gpu_ts_, dur, 0, 7);
     w_.Raw(", \"args\": {\"External id\": ");
@@ -426,6 +432,8 @@ class TraceWriter {
   uint64_t python_id_ = 0;
   uint64_t pending_flow_ = 0;
   uint64_t step_ = 0;
+  uint64_t kernels_ = 0;
+  uint64_t events_ = 0;  // complete ("X") events
 };
 
 }  // namespace
@@ -450,6 +458,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"lines", "compact"}))
       ->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
+  app.add_flag("--summary", o.summary, "print bytes, complete events and kernels written to stderr");
   app.add_option("-o,--output", o.output, "output file (written atomically; - for stdout)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -470,6 +479,12 @@ int main(int argc, char** argv) {
     t.Footer();
     w.Flush();
     ok = w.ok();
+    if (o.summary) {
+      std::fprintf(stderr, "bytes=%llu events=%llu kernels=%llu\n",
+                   static_cast<unsigned long long>(w.bytes()),
+                   static_cast<unsigned long long>(t.events()),
+                   static_cast<unsigned long long>(t.kernels()));
+    }
   }
   if (o.output != "-") {
     ok = (std::fclose(f) == 0) && ok;
