@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -91,6 +92,11 @@ class ReadSource : public ByteSource {
         pool_(std::make_shared<BufferPool>(buffer)) {}
 
   absl::StatusOr<bool> Next(Block* block) override {
+    if (peeked_) {
+      *block = std::move(*peeked_);
+      peeked_.reset();
+      return true;
+    }
     if (eof_) return false;
     std::shared_ptr<char> buf = pool_->Acquire();
     size_t have = 0;
@@ -117,9 +123,24 @@ class ReadSource : public ByteSource {
   uint64_t file_bytes() const override { return size_; }
   uint64_t file_bytes_read() const override { return pos_; }
 
+  // Whether the input starts with gzip's magic bytes. Reads (and keeps for Next) the first block,
+  // so it works on pipes too.
+  absl::StatusOr<bool> StartsWithGzipMagic() {
+    if (!peeked_) {
+      Block first;
+      absl::StatusOr<bool> more = Next(&first);
+      if (!more.ok()) return more.status();
+      if (!*more) return false;
+      peeked_ = std::move(first);
+    }
+    return peeked_->size >= 2 && static_cast<unsigned char>(peeked_->data[0]) == 0x1f &&
+           static_cast<unsigned char>(peeked_->data[1]) == 0x8b;
+  }
+
  private:
   FdHolder fd_;
   uint64_t size_;  // 0 for pipes
+  std::optional<Block> peeked_;
   std::shared_ptr<BufferPool> pool_;
   uint64_t pos_ = 0;
   bool eof_ = false;
@@ -200,13 +221,6 @@ class GzipSource : public ByteSource {
   bool done_ = false;
 };
 
-bool HasGzipMagic(int fd, bool seekable) {
-  if (!seekable) return false;
-  unsigned char magic[2] = {0, 0};
-  ssize_t n = pread(fd, magic, 2, 0);
-  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& path,
@@ -229,13 +243,15 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& path,
     return absl::InvalidArgumentError(StrCat(path, ": empty file"));
   }
   if (regular) posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  std::unique_ptr<ByteSource> raw = std::make_unique<ReadSource>(
-      path, fd, regular ? static_cast<uint64_t>(st.st_size) : 0, options.window_bytes);
-  if (HasGzipMagic(fd, regular)) {
+  auto raw = std::make_unique<ReadSource>(path, fd, regular ? static_cast<uint64_t>(st.st_size) : 0,
+                                          options.window_bytes);
+  absl::StatusOr<bool> gzip = raw->StartsWithGzipMagic();
+  if (!gzip.ok()) return gzip.status();
+  if (*gzip) {
     return std::unique_ptr<ByteSource>(
         std::make_unique<GzipSource>(std::move(raw), options.window_bytes));
   }
-  return raw;
+  return std::unique_ptr<ByteSource>(std::move(raw));
 }
 
 }  // namespace tracefuse

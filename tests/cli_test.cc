@@ -315,3 +315,24 @@ TEST(BreakdownCli, JsonShape) {
 
 }  // namespace
 }  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+TEST(Cli, ReadsPlainAndGzipTracesFromAPipe) {
+  testing::TempDir dir;
+  std::string trace = dir.path() + "/t.json";
+  ASSERT_EQ(testing::RunCommand(std::string(TRACEFUSE_GEN) + " --steps 5 -o " + trace).exit_code, 0);
+  ASSERT_EQ(std::system(("gzip -k " + trace).c_str()), 0);
+  for (const std::string& cat : {"cat " + trace, "cat " + trace + ".gz"}) {
+    testing::RunResult r =
+        testing::RunCommand(cat + " | " + std::string(TRACEFUSE_BINARY) + " stats - --format json");
+    ASSERT_EQ(r.exit_code, 0) << cat << ": " << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["trace"], "-");
+    EXPECT_EQ(j["kernels"], 5 * (8 * 11 + 5 + 6)) << cat;
+  }
+}
+
+}  // namespace
+}  // namespace tracefuse
