@@ -326,7 +326,7 @@ TEST(Cli, ReadsPlainAndGzipTracesFromAPipe) {
   ASSERT_EQ(std::system(("gzip -k " + trace).c_str()), 0);
   for (const std::string& cat : {"cat " + trace, "cat " + trace + ".gz"}) {
     testing::RunResult r =
-        testing::RunCommand(cat + " | " + std::string(TRACEFUSE_BINARY) + " stats - --format json");
+        testing::RunCommand("(" + cat + " | " + std::string(TRACEFUSE_BINARY) + " stats - --format json)");
     ASSERT_EQ(r.exit_code, 0) << cat << ": " << r.err;
     nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["trace"], "-");
