@@ -134,15 +134,6 @@ TEST(Cli, ClassifyPrintsOneJsonObjectPerLine) {
   EXPECT_EQ(r.err, "tracefuse: error: -:1: not a JSON string\n");
 }
 
-}  // namespace
-}  // namespace tracefuse
-
-namespace tracefuse {
-namespace {
-
-using testing::RunCommand;
-using testing::RunResult;
-
 class CompareCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -225,15 +216,6 @@ TEST_F(CompareCli, FailureNamesTheFileAndLeavesNoReport) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
-}  // namespace
-}  // namespace tracefuse
-
-namespace tracefuse {
-namespace {
-
-using testing::RunCommand;
-using testing::RunResult;
-
 TEST(RulesCli, ListsAndChecksRuleSets) {
   RunResult r = RunCommand(std::string(TRACEFUSE_BINARY) + " rules");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -313,20 +295,15 @@ TEST(BreakdownCli, JsonShape) {
   EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), "category,kernel,count,time_us,time_share");
 }
 
-}  // namespace
-}  // namespace tracefuse
-
-namespace tracefuse {
-namespace {
-
 TEST(Cli, ReadsPlainAndGzipTracesFromAPipe) {
   testing::TempDir dir;
   std::string trace = dir.path() + "/t.json";
-  ASSERT_EQ(testing::RunCommand(std::string(TRACEFUSE_GEN) + " --steps 5 -o " + trace).exit_code, 0);
+  ASSERT_EQ(testing::RunCommand(std::string(TRACEFUSE_GEN) + " --steps 5 -o " + trace).exit_code,
+            0);
   ASSERT_EQ(std::system(("gzip -k " + trace).c_str()), 0);
   for (const std::string& cat : {"cat " + trace, "cat " + trace + ".gz"}) {
-    testing::RunResult r =
-        testing::RunCommand("(" + cat + " | " + std::string(TRACEFUSE_BINARY) + " stats - --format json)");
+    testing::RunResult r = testing::RunCommand("(" + cat + " | " + std::string(TRACEFUSE_BINARY) +
+                                               " stats - --format json)");
     ASSERT_EQ(r.exit_code, 0) << cat << ": " << r.err;
     nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["trace"], "-");

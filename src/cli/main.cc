@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -70,17 +71,32 @@ struct StatsArgs {
   int threads = 0;
 };
 
+// Streams one trace with the given rule set; on failure reports the error and returns its exit
+// code in `exit_code`.
+std::optional<TraceProfile> ProfileOne(const std::string& trace, const std::string& ruleset,
+                                       int threads, int* exit_code) {
+  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(ruleset);
+  if (!classifier.ok()) {
+    *exit_code = Fail(classifier.status(), kExitUsage);
+    return std::nullopt;
+  }
+  PipelineOptions options;
+  options.threads = threads;
+  absl::StatusOr<std::vector<TraceProfile>> profiles = ProfileTraces({trace}, *classifier, options);
+  if (!profiles.ok()) {
+    *exit_code = Fail(profiles.status());
+    return std::nullopt;
+  }
+  return std::move(profiles->front());
+}
+
 int RunStats(const StatsArgs& a) {
   auto started = std::chrono::steady_clock::now();
-  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
-  if (!classifier.ok()) return Fail(classifier.status(), kExitUsage);
-  PipelineOptions options;
-  options.threads = a.threads;
-  absl::StatusOr<std::vector<TraceProfile>> profiles =
-      ProfileTraces({a.trace}, *classifier, options);
-  if (!profiles.ok()) return Fail(profiles.status());
+  int exit_code = kExitOk;
+  std::optional<TraceProfile> profile = ProfileOne(a.trace, a.ruleset, a.threads, &exit_code);
+  if (!profile) return exit_code;
   double elapsed = SecondsSince(started);
-  const TraceProfile& p = profiles->front();
+  const TraceProfile& p = *profile;
   std::string out =
       a.format == "json" ? DumpJson(StatsJson(p, elapsed)) + "\n" : StatsText(p, elapsed);
   absl::Status written = WriteOutput(a.output, out);
@@ -99,14 +115,10 @@ struct BreakdownArgs {
 };
 
 int RunBreakdown(const BreakdownArgs& a) {
-  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
-  if (!classifier.ok()) return Fail(classifier.status(), kExitUsage);
-  PipelineOptions options;
-  options.threads = a.threads;
-  absl::StatusOr<std::vector<TraceProfile>> profiles =
-      ProfileTraces({a.trace}, *classifier, options);
-  if (!profiles.ok()) return Fail(profiles.status());
-  const TraceProfile& p = profiles->front();
+  int exit_code = kExitOk;
+  std::optional<TraceProfile> profile = ProfileOne(a.trace, a.ruleset, a.threads, &exit_code);
+  if (!profile) return exit_code;
+  const TraceProfile& p = *profile;
   std::string out = a.format == "json"  ? BreakdownJson(p, a.top)
                     : a.format == "csv" ? BreakdownCsv(p, a.top)
                                         : BreakdownText(p, a.top);
