@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
@@ -78,8 +79,15 @@ class WorkPool {
 
 class SharedProgress {
  public:
-  SharedProgress(const PipelineOptions& options, size_t traces)
-      : callback_(options.progress), read_(traces), total_(traces), input_(traces) {}
+  // Totals start from the files' sizes, so the first update already covers every trace.
+  SharedProgress(const PipelineOptions& options, const std::vector<std::string>& paths)
+      : callback_(options.progress), read_(paths.size()), total_(paths.size()), input_(paths.size()) {
+    for (size_t i = 0; i < paths.size(); ++i) {
+      std::error_code ec;
+      uintmax_t size = std::filesystem::file_size(paths[i], ec);
+      if (!ec) total_[i] = size;
+    }
+  }
   void Update(size_t trace, uint64_t read, uint64_t total, uint64_t input) {
     if (!callback_) return;
     std::lock_guard<std::mutex> lock(mu_);
@@ -260,7 +268,7 @@ namespace {
 absl::StatusOr<std::vector<TraceProfile>> ProfileInArena(
     tbb::task_arena& arena, int threads, const std::vector<std::string>& paths,
     std::shared_ptr<const Classifier> classifier, const PipelineOptions& options) {
-  SharedProgress progress(options, paths.size());
+  SharedProgress progress(options, paths);
   std::vector<absl::StatusOr<TraceProfile>> results;
   for (size_t i = 0; i < paths.size(); ++i) results.emplace_back(absl::UnknownError("not run"));
   arena.execute([&] {
