@@ -191,3 +191,55 @@ TEST(Pipeline, DefaultThreadsFollowSlurm) {
 
 }  // namespace
 }  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+// Random damage to a valid trace never crashes the reader: every run ends either with a profile
+// or with one error naming the file.
+TEST(Pipeline, DamagedTracesFailCleanly) {
+  testing::TempDir dir;
+  std::string good = Generate(dir, "g.json", "--platform nvidia --steps 3 --layers 2");
+  std::ifstream in(good);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  const char kBytes[] = "{}[],:\"\\ 0aZ\x01\xff";
+  int errors = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string damaged = text;
+    switch (next() % 3) {
+      case 0:  // truncate
+        damaged.resize(next() % damaged.size());
+        break;
+      case 1:  // overwrite a few bytes
+        for (int k = 0; k < 3; ++k)
+          damaged[next() % damaged.size()] = kBytes[next() % (sizeof(kBytes) - 1)];
+        break;
+      default:  // delete a range
+        damaged.erase(next() % damaged.size(), next() % 64);
+    }
+    std::string path = dir.File("d.json", damaged);
+    PipelineOptions o;
+    o.chunk_bytes = 1024;
+    o.threads = 2;
+    auto p = Profile(path, o);
+    if (!p.ok()) {
+      ++errors;
+      EXPECT_TRUE(p.status().code() == absl::StatusCode::kInvalidArgument ||
+                  p.status().code() == absl::StatusCode::kDataLoss)
+          << p.status();
+      EXPECT_TRUE(absl::StartsWith(std::string(p.status().message()), path + ": ")) << p.status();
+      EXPECT_EQ(std::string(p.status().message()).find('\n'), std::string::npos);
+    }
+  }
+  EXPECT_GT(errors, 100);
+}
+
+}  // namespace
+}  // namespace tracefuse
