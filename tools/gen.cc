@@ -33,7 +33,9 @@ struct Options {
   uint64_t seed = 1;
   int layers = 8;
   int eager_per_step = 6;
-  int python_per_kernel = 1;
+  int python_per_kernel = 3;
+  int python_per_step = 24;
+  int cpu_ops_per_step = 8;
   uint64_t steps = 0;  // 0: as many as the size allows
   bool summary = false;
 };
@@ -157,6 +159,9 @@ const std::vector<KernelKind> kEager = {
      "{lambda(float)#1} const&)::{lambda(int)#1})",
      2200},
 };
+
+const char* kStepCpuOps[] = {"aten::empty", "aten::copy_", "aten::index_select",
+                             "aten::to"};
 
 const char* kPythonFrames[] = {
     "vllm/v1/worker/gpu_model_runner.py(1201): execute_model",
@@ -290,7 +295,11 @@ class TraceWriter {
     int64_t step_start = cpu_ts_;
     Annotation(fmt::format("execute_context_1({})_generation_1({})", 1 + step_ % 7, step_),
                step_start);
-    Python(kPythonFrames[0], 40000);
+    // The scheduler and model runner's Python frames and the ATen calls around the replay.
+    for (int i = 0; i < o_.python_per_step; ++i) Python(kPythonFrames[i % 5], 40000 - 1000 * (i % 30));
+    for (int i = 0; i < o_.cpu_ops_per_step; ++i) {
+      CpuOp(kStepCpuOps[i % 4], next_ext_++, 6000);
+    }
     // Graph replay: one launch, one correlation id, every layer's kernels.
     uint64_t corr = next_corr_++;
     uint64_t ext = next_ext_++;
@@ -450,6 +459,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--eager-per-step", o.eager_per_step, "eager kernels per step")
+      ->capture_default_str();
+  app.add_option("--python-per-step", o.python_per_step, "python_function events per step")
+      ->capture_default_str();
+  app.add_option("--cpu-ops-per-step", o.cpu_ops_per_step, "cpu_op events per step outside launches")
       ->capture_default_str();
   app.add_option("--python-per-kernel", o.python_per_kernel,
                  "python_function events per eager kernel")
