@@ -1,6 +1,7 @@
 #include "tracefuse/analyze.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 
@@ -361,6 +362,8 @@ struct TraceView {
 
 FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace2,
                            const FusionOptions& options) {
+  assert(trace1.kernels.size() == trace1.kernel_count &&
+         trace2.kernels.size() == trace2.kernel_count);
   const std::vector<std::string>& names = trace1.classifier->rule_set().categories();
   const size_t ncat = names.size();
   const uint16_t other = trace1.classifier->rule_set().category_index("Other");

@@ -81,7 +81,10 @@ class SharedProgress {
  public:
   // Totals start from the files' sizes, so the first update already covers every trace.
   SharedProgress(const PipelineOptions& options, const std::vector<std::string>& paths)
-      : callback_(options.progress), read_(paths.size()), total_(paths.size()), input_(paths.size()) {
+      : callback_(options.progress),
+        read_(paths.size()),
+        total_(paths.size()),
+        input_(paths.size()) {
     for (size_t i = 0; i < paths.size(); ++i) {
       std::error_code ec;
       uintmax_t size = std::filesystem::file_size(paths[i], ec);
@@ -123,7 +126,7 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
   SplitterOptions split_options;
   split_options.chunk_bytes = options.chunk_bytes;
   EventSplitter splitter(path, split_options);
-  TraceReducer reducer(classifier);
+  TraceReducer reducer(classifier, options.keep_kernel_records);
 
   // Names are classified with the platform known when events start (from the keys before
   // traceEvents); the reducer re-classifies if the final detection differs.

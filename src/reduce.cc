@@ -8,7 +8,8 @@
 
 namespace tracefuse {
 
-TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier) {
+TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records)
+    : keep_kernel_records_(keep_kernel_records) {
   profile_.classifier = std::move(classifier);
 }
 
@@ -16,6 +17,7 @@ void TraceReducer::Consume(const ParsedChunk& chunk) {
   TraceProfile& p = profile_;
   p.events += chunk.events;
   p.kernels_with_bad_times += chunk.kernels_with_bad_times;
+  p.kernel_count += chunk.kernels.size();
   p.evidence.Add(chunk.evidence);
   for (const auto& [cat, count] : chunk.categories) {
     auto it = std::find_if(p.event_categories.begin(), p.event_categories.end(),
@@ -68,7 +70,7 @@ void TraceReducer::Consume(const ParsedChunk& chunk) {
     }
     p.name_kernels[name] += 1;
     p.name_time_ns[name] += k.dur_ns;
-    p.kernels.push_back(KernelRecord{k.ts_ns, k.dur_ns, name, group});
+    if (keep_kernel_records_) p.kernels.push_back(KernelRecord{k.ts_ns, k.dur_ns, name, group});
   }
 }
 

@@ -50,7 +50,7 @@ Json StatsJson(const TraceProfile& p, double elapsed) {
   j["events_by_category"] = cats;
   int64_t kernel_ns = 0;
   for (int64_t t : p.name_time_ns) kernel_ns += t;
-  j["kernels"] = p.kernels.size();
+  j["kernels"] = p.kernel_count;
   j["kernel_time_us"] = Micros(kernel_ns);
   j["distinct_kernel_names"] = p.names.size();
   j["correlation_groups"] = p.group_size.size();
@@ -87,7 +87,7 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
   for (const auto& [cat, count] : p.event_categories) {
     line(StrCat("  ", cat.empty() ? "(none)" : cat), Thousands(count));
   }
-  line("kernels", Thousands(p.kernels.size()));
+  line("kernels", Thousands(p.kernel_count));
   line("kernel time", fmt::format("{:.3f} ms", j["kernel_time_us"].get<double>() / 1000));
   line("distinct kernel names", Thousands(p.names.size()));
   line("correlation groups", StrCat(Thousands(p.group_size.size()), " (",
@@ -449,7 +449,7 @@ absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, Out
     w.Field("gpu", p.gpu);
     w.Field("bytes", p.input_bytes);
     w.Field("file_bytes", p.file_bytes);
-    w.Field("kernels", p.kernels.size());
+    w.Field("kernels", p.kernel_count);
     w.Field("kernel_time_us", Millis(KernelTimeNs(p)) * 1000);
     w.Key("kernel_time_us_by_category");
     w.BeginObject();
@@ -502,11 +502,11 @@ std::string FusionText(const FusionReport& r, const CompareContext& c, bool mark
     std::string gpu = p.gpu.empty() ? "(GPU not named)" : p.gpu;
     if (markdown) {
       add(fmt::format("| {} | `{}` | {} | {} | {} | {:.3f} ms | {} |", L[s], p.path,
-                      PlatformName(p.platform), gpu, Thousands(p.kernels.size()),
+                      PlatformName(p.platform), gpu, Thousands(p.kernel_count),
                       Millis(KernelTimeNs(p)), r.large_groups[s]));
     } else {
       add(fmt::format("  {:<{}}  {} [{}], {} kernels, {:.3f} ms kernel time, {} groups >= {}  ({})",
-                      L[s], label_width, gpu, PlatformName(p.platform), Thousands(p.kernels.size()),
+                      L[s], label_width, gpu, PlatformName(p.platform), Thousands(p.kernel_count),
                       Millis(KernelTimeNs(p)), r.large_groups[s], c.min_group_size, p.path));
     }
   }
@@ -713,7 +713,7 @@ std::string BreakdownJson(const TraceProfile& p, size_t top) {
   w.Field("platform", PlatformName(p.platform));
   w.Field("gpu", p.gpu);
   w.Field("rule_set", p.classifier->rule_set().name());
-  w.Field("kernels", p.kernels.size());
+  w.Field("kernels", p.kernel_count);
   w.Field("kernel_time_us", Millis(total) * 1000);
   w.Key("categories");
   w.BeginArray();
@@ -749,7 +749,7 @@ std::string BreakdownText(const TraceProfile& p, size_t top) {
   std::string out =
       fmt::format("{}: {} [{}], {} kernels, {:.3f} ms kernel time, rule set {}\n\n", p.path,
                   p.gpu.empty() ? "(GPU not named)" : p.gpu, PlatformName(p.platform),
-                  Thousands(p.kernels.size()), Millis(total), p.classifier->rule_set().name());
+                  Thousands(p.kernel_count), Millis(total), p.classifier->rule_set().name());
   std::vector<CategoryBreakdown> cats = Breakdown(p, top);
   size_t width = 8;
   for (const CategoryBreakdown& c : cats)

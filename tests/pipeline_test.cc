@@ -243,3 +243,28 @@ TEST(Pipeline, DamagedTracesFailCleanly) {
 
 }  // namespace
 }  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+TEST(Pipeline, TotalsWithoutKernelRecordsEqualThoseWithThem) {
+  testing::TempDir dir;
+  std::string path = Generate(dir, "t.json", "--platform amd --steps 20 --layers 3");
+  auto with = Profile(path);
+  PipelineOptions o;
+  o.keep_kernel_records = false;
+  auto without = Profile(path, o);
+  ASSERT_TRUE(with.ok() && without.ok());
+  EXPECT_EQ(with->kernels.size(), with->kernel_count);
+  EXPECT_TRUE(without->kernels.empty());
+  EXPECT_EQ(without->kernel_count, with->kernel_count);
+  EXPECT_EQ(without->names, with->names);
+  EXPECT_EQ(without->name_kernels, with->name_kernels);
+  EXPECT_EQ(without->name_time_ns, with->name_time_ns);
+  EXPECT_EQ(without->group_size, with->group_size);
+  EXPECT_EQ(without->kernels_without_correlation, with->kernels_without_correlation);
+  EXPECT_EQ(without->platform, with->platform);
+}
+
+}  // namespace
+}  // namespace tracefuse

@@ -100,6 +100,7 @@ struct FusionReport {
 // its rule calls AMD and "Unknown GPU" otherwise.
 std::string ReferenceGpuName(const TraceMetadata& metadata);
 
+// Both profiles must keep their kernel records (PipelineOptions::keep_kernel_records).
 FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace2,
                            const FusionOptions& options = {});
 

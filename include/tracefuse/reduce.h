@@ -104,7 +104,8 @@ struct TraceProfile {
   std::vector<uint64_t> name_kernels;
   std::vector<int64_t> name_time_ns;
 
-  KernelStore kernels;  // trace order
+  uint64_t kernel_count = 0;
+  KernelStore kernels;  // trace order; empty when the pipeline was told not to keep records
   uint64_t kernels_without_correlation = 0;
   std::vector<int64_t> group_correlation;
   std::vector<uint32_t> group_size;
@@ -126,7 +127,9 @@ struct TraceProfile {
 
 class TraceReducer {
  public:
-  explicit TraceReducer(std::shared_ptr<const Classifier> classifier);
+  // `keep_kernel_records`: whether to keep one record per kernel (the fusion analysis needs
+  // them); per-name, per-category and per-group totals are kept either way.
+  TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records = true);
 
   // Chunks must arrive in input order.
   void Consume(const ParsedChunk& chunk);
@@ -136,6 +139,7 @@ class TraceReducer {
 
  private:
   TraceProfile profile_;
+  bool keep_kernel_records_;
   StringMap<uint32_t> name_ids_;
   absl::flat_hash_map<int64_t, uint32_t> group_ids_;
   std::vector<uint32_t> local_to_global_;

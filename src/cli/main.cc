@@ -82,6 +82,7 @@ std::optional<TraceProfile> ProfileOne(const std::string& trace, const std::stri
   }
   PipelineOptions options;
   options.threads = threads;
+  options.keep_kernel_records = false;  // per-name and per-group totals suffice
   absl::StatusOr<std::vector<TraceProfile>> profiles = ProfileTraces({trace}, *classifier, options);
   if (!profiles.ok()) {
     *exit_code = Fail(profiles.status());
