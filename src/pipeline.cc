@@ -251,6 +251,12 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
         StrCat(path, ": not a Kineto trace: no traceEvents array",
                keys.empty() ? "" : StrCat(" (top-level keys: ", keys, ")")));
   }
+  if (splitter.metadata_truncated()) {
+    return absl::InvalidArgumentError(
+        StrCat(path,
+               ": unsupported trace: its top-level keys other than traceEvents hold more "
+               "than 64 MiB"));
+  }
   absl::StatusOr<TraceMetadata> meta = ParseTraceMetadata(splitter.metadata_json(), path);
   if (!meta.ok()) return meta.status();
 

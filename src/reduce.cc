@@ -130,10 +130,6 @@ std::vector<uint16_t> TraceProfile::TypeSequence() const {
   return types;
 }
 
-std::vector<ChainStats> TraceProfile::Chains() const {
-  return ChainsOf(TypeSequence(), category_count());
-}
-
 std::vector<ChainStats> ChainsOf(const std::vector<uint16_t>& types, size_t category_count) {
   std::vector<ChainStats> chains(category_count);
   size_t i = 0;

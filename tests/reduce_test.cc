@@ -48,7 +48,7 @@ TEST(Reducer, ChainStatistics) {
   // A A A B A B B C A A
   r.Consume(ChunkOf(testing::Sequence("aaababbcaa"), *c));
   TraceProfile p = r.Finish(TraceMetadata(), Platform::kUnknown);
-  std::vector<ChainStats> chains = p.Chains();
+  std::vector<ChainStats> chains = ChainsOf(p.TypeSequence(), p.category_count());
   EXPECT_EQ(chains[0].runs, 3u);
   EXPECT_EQ(chains[0].multi_runs, 2u);
   EXPECT_EQ(chains[0].multi_kernels, 5u);

@@ -197,3 +197,24 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+TEST(Splitter, FlagsMetadataBeyondItsCap) {
+  SplitterOptions o;
+  o.max_metadata_bytes = 16;
+  EventSplitter splitter("t", o);
+  absl::Status status;
+  auto chunks = Split(R"({"traceEvents": [{"a": 1}], "big": "0123456789012345678901234567"})", 8,
+                      &splitter, &status);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(chunks.size(), 1u);  // the events are still all there
+  EXPECT_TRUE(splitter.metadata_truncated());
+  EventSplitter roomy("t");
+  Split(R"({"traceEvents": [], "x": 1})", 8, &roomy, &status);
+  EXPECT_FALSE(roomy.metadata_truncated());
+}
+
+}  // namespace
+}  // namespace tracefuse

@@ -120,7 +120,6 @@ struct TraceProfile {
   std::vector<CategoryTotals> PerCategory() const;  // indexed by category
   std::vector<uint32_t> TsOrder() const;            // kernel indices sorted by ts, stable
   std::vector<uint16_t> TypeSequence() const;       // categories in ts order
-  std::vector<ChainStats> Chains() const;           // indexed by category
   GroupMembers BuildGroupMembers(const std::vector<uint32_t>& groups) const;
   size_t GroupsAtLeast(uint32_t size) const;
 };
