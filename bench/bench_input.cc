@@ -45,8 +45,7 @@ std::vector<EventChunk> Chunks(const std::string& text, size_t chunk_bytes) {
   o.chunk_bytes = chunk_bytes;
   EventSplitter splitter("bench", o);
   std::vector<EventChunk> chunks;
-  if (!splitter.Feed(WholeBlock(text), &chunks).ok() || !splitter.Finish().ok())
-    std::exit(1);
+  if (!splitter.Feed(WholeBlock(text), &chunks).ok() || !splitter.Finish().ok()) std::exit(1);
   return chunks;
 }
 

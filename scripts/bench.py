@@ -46,6 +46,8 @@ def timed(cmd):
 def main():
     os.makedirs(CACHE, exist_ok=True)
     rows = []
+    targets = []  # (target, measured, met)
+    pair_gb = {}
     for size in SIZES:
         f = prepare(size)
         a, n = f["amd"], f["nvidia"]
@@ -77,11 +79,24 @@ def main():
                 g = med[f"gzip -dc {size} pair"][0]
                 ratio = f"{t / g:.2f}x the time of gzip -dc"
             rows.append((name, f"{gb:.2f}", f"{t:.2f}", f"{gb / t:.2f}", f"{rss:.0f}", ratio))
+        compare_t, compare_rss = med[f"compare {size} pair"]
+        pair_gb[size] = (gb_a + gb_n, compare_t)
+        if floor_pair:
+            targets.append((f"compare {size} pair: floor time / compare time >= 1.2",
+                            f"{floor_pair / compare_t:.2f}", floor_pair / compare_t >= 1.2))
+        gz = med[f"compare {size} pair, gzip"][0] / med[f"gzip -dc {size} pair"][0]
+        targets.append((f"compare {size} pair, gzip: within 1.25x of gzip -dc", f"{gz:.2f}x", gz <= 1.25))
+        if gb_a + gb_n > 8:
+            targets.append((f"compare {size} pair: peak RSS < 300 MB", f"{compare_rss:.0f} MB",
+                            compare_rss < 300))
     if len(SIZES) >= 2:
         s0, s1 = SIZES[0], SIZES[-1]
         c0 = [r for r in rows if r[0] == f"compare {s0} pair"][0]
         c1 = [r for r in rows if r[0] == f"compare {s1} pair"][0]
         rows.append((f"compare {s1} / {s0}", "", f"{float(c1[2]) / float(c0[2]):.2f}x", "", "", "time ratio"))
+        (gb0, t0), (gb1, t1) = pair_gb[s0], pair_gb[s1]
+        limit = 1.1 * gb1 / gb0  # linear, with 10 % slack: 4.4x for 4 GB against 1 GB
+        targets.append((f"compare {s1} / {s0} pair time <= {limit:.1f}x", f"{t1 / t0:.2f}x", t1 / t0 <= limit))
     cpu = platform.processor() or platform.machine()
     try:
         cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")][0]
@@ -92,6 +107,10 @@ def main():
     print("|---|---:|---:|---:|---:|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
+    print("\n| target (issue 5) | measured | |")
+    print("|---|---:|---|")
+    for target, measured, met in targets:
+        print(f"| {target} | {measured} | {'met' if met else 'NOT MET'} |")
 
 
 if __name__ == "__main__":

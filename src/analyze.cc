@@ -40,55 +40,73 @@ uint64_t SignatureKey(int64_t bucket, bool attn, bool ffn, uint16_t dominant) {
 
 }  // namespace
 
-std::string Evidence(const FusionMapping& m, const std::array<std::string, 2>& labels) {
+std::vector<uint16_t> FusionMapping::UnfusedSequence() const {
+  switch (kind) {
+    case Kind::kSequence:
+      return {fused_type, type};
+    case Kind::kChain:
+      return {type, type};
+    default:
+      return {type};
+  }
+}
+
+std::vector<std::pair<uint16_t, int64_t>> FusionMapping::UnfusedCountPerType() const {
+  if (kind == Kind::kSequence)
+    return {{fused_type, fused_type_unfused_count}, {type, unfused_count}};
+  return {{type, unfused_count}};
+}
+
+std::string Evidence(const FusionMapping& m, const std::vector<std::string>& categories,
+                     const std::array<std::string, 2>& labels) {
   const std::string& fused = labels[m.fused_side];
   const std::string& unfused = labels[1 - m.fused_side];
+  const std::string& type = categories[m.type];
+  const std::string& fused_type = categories[m.fused_type];
   switch (m.kind) {
     case FusionMapping::Kind::kSequence:
-      return fmt::format("{} runs {}+{} separately, {} fuses into {}", unfused,
-                         m.unfused_sequence[0], m.unfused_sequence[1], fused,
-                         m.unfused_sequence[0]);
+      return fmt::format("{} runs {}+{} separately, {} fuses into {}", unfused, fused_type, type,
+                         fused, fused_type);
     case FusionMapping::Kind::kImbalance:
       return fmt::format("{} calls {} {:.1f}x more ({} vs {}), {} likely fuses into {}", unfused,
-                         m.type, m.ratio, m.unfused_count, m.fused_count, fused,
-                         m.fused_kernel_type);
+                         type, m.ratio, m.unfused_count, m.fused_count, fused, fused_type);
     case FusionMapping::Kind::kPartial: {
       std::string targets;
-      for (const auto& [type, n] : m.targets) {
+      for (const auto& [target, n] : m.targets) {
         if (!targets.empty()) targets += ", ";
-        targets += fmt::format("{} (+{})", type, n);
+        targets += fmt::format("{} (+{})", categories[target], n);
       }
       return fmt::format(
           "{} calls {} {:.1f}x more ({} vs {}). In {} groups where {} has {}, {} has more: {}",
-          unfused, m.type, m.ratio, m.unfused_count, m.fused_count, m.groups_analyzed, unfused,
-          m.type, fused, targets);
+          unfused, type, m.ratio, m.unfused_count, m.fused_count, m.groups_analyzed, unfused, type,
+          fused, targets);
     }
     case FusionMapping::Kind::kChain:
       return fmt::format(
           "{} runs {} in chains of {:.0f} calls ({} chains, {} total), {} fuses to {:.0f} calls "
           "({} chains, {} total) - {:.1f}x more efficient",
-          unfused, m.type, m.unfused_avg, m.unfused_chains, Thousands(m.unfused_total), fused,
-          m.fused_avg, m.fused_chains, Thousands(m.fused_total), m.ratio);
+          unfused, type, m.unfused_avg, m.unfused_chains, Thousands(m.unfused_count), fused,
+          m.fused_avg, m.fused_chains, Thousands(m.fused_count), m.ratio);
   }
   return "";
 }
 
-GroupShape GroupShape::Of(const std::vector<uint16_t>& types, bool has_attention, bool has_ffn) {
+GroupShape GroupShape::Of(const CategoryCode* types, size_t count, bool has_attention,
+                          bool has_ffn) {
   GroupShape g;
-  g.size = static_cast<uint32_t>(types.size());
+  g.size = static_cast<uint32_t>(count);
   g.has_attention = has_attention;
   g.has_ffn = has_ffn;
   uint16_t max_type = 0;
-  for (uint16_t t : types) max_type = std::max(max_type, t);
-  std::vector<uint32_t> count(max_type + 1, 0), first(max_type + 1, UINT32_MAX);
+  for (size_t i = 0; i < count; ++i) max_type = std::max<uint16_t>(max_type, types[i]);
+  std::vector<uint32_t> seen(max_type + 1, 0), first(max_type + 1, UINT32_MAX);
   g.composition.assign(max_type / 64 + 1, 0);
-  for (uint32_t i = 0; i < types.size(); ++i) {
-    if (count[types[i]]++ == 0) first[types[i]] = i;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (seen[types[i]]++ == 0) first[types[i]] = i;
     g.composition[types[i] >> 6] |= uint64_t{1} << (types[i] & 63);
   }
   for (uint16_t t = 0; t <= max_type; ++t) {
-    if (count[t] > count[g.dominant] ||
-        (count[t] == count[g.dominant] && first[t] < first[g.dominant]))
+    if (seen[t] > seen[g.dominant] || (seen[t] == seen[g.dominant] && first[t] < first[g.dominant]))
       g.dominant = t;
   }
   return g;
@@ -190,11 +208,10 @@ std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupSh
 
 // --- §4.2: sequence mappings -------------------------------------------------------------------
 
-void FindSequenceMappings(const std::vector<uint16_t>& types1, const std::vector<uint16_t>& types2,
-                          const std::vector<std::string>& names, uint16_t other,
+void FindSequenceMappings(const std::vector<CategoryCode>& types1,
+                          const std::vector<CategoryCode>& types2, size_t ncat, uint16_t other,
                           std::vector<FusionMapping>* out) {
-  const size_t ncat = names.size();
-  const std::vector<uint16_t>* seq[2] = {&types1, &types2};
+  const std::vector<CategoryCode>* seq[2] = {&types1, &types2};
   std::vector<int64_t> count[2] = {std::vector<int64_t>(ncat, 0), std::vector<int64_t>(ncat, 0)};
   std::vector<size_t> first[2] = {std::vector<size_t>(ncat, SIZE_MAX),
                                   std::vector<size_t>(ncat, SIZE_MAX)};
@@ -220,7 +237,7 @@ void FindSequenceMappings(const std::vector<uint16_t>& types1, const std::vector
     // Per unique type: predecessor counts and the order in which predecessors first appeared.
     std::vector<int64_t> pred_count(unique.size() * ncat, 0);
     std::vector<size_t> pred_first(unique.size() * ncat, SIZE_MAX);
-    const std::vector<uint16_t>& q = *seq[s];
+    const std::vector<CategoryCode>& q = *seq[s];
     for (size_t i = 1; i < q.size(); ++i) {
       int sl = slot[q[i]];
       if (sl < 0) continue;
@@ -247,14 +264,14 @@ void FindSequenceMappings(const std::vector<uint16_t>& types1, const std::vector
         continue;
       FusionMapping m;
       m.kind = FusionMapping::Kind::kSequence;
-      m.fused_side = o;
-      m.fused_kernel_type = names[pred];
+      m.fused_side = static_cast<uint8_t>(o);
+      m.fused_type = pred;
       m.fused_count = count[o][pred];
-      m.unfused_sequence = {names[pred], names[type]};
-      m.unfused_count_per_type = {{names[pred], count[s][pred]}, {names[type], n}};
+      m.fused_type_unfused_count = count[s][pred];
+      m.unfused_count = n;
       m.pattern_count = n;
       m.pattern_confidence = static_cast<double>(best) / static_cast<double>(n);
-      m.type = names[type];
+      m.type = type;
       out->push_back(std::move(m));
     }
   }
@@ -279,15 +296,13 @@ void FindSequenceMappings(const std::vector<uint16_t>& types1, const std::vector
     if (target < 0) continue;
     FusionMapping m;
     m.kind = FusionMapping::Kind::kImbalance;
-    m.fused_side = f;
-    m.fused_kernel_type = names[target];
+    m.fused_side = static_cast<uint8_t>(f);
+    m.fused_type = static_cast<uint16_t>(target);
     m.fused_count = count[f][t];
-    m.unfused_sequence = {names[t]};
-    m.unfused_count_per_type = {{names[t], count[u][t]}};
     m.pattern_count = count[u][t] - count[f][t];
     m.pattern_confidence =
         static_cast<double>(count[u][t] - count[f][t]) / static_cast<double>(count[u][t]);
-    m.type = names[t];
+    m.type = t;
     m.ratio = ratio;
     m.unfused_count = count[u][t];
     out->push_back(std::move(m));
@@ -298,14 +313,23 @@ void FindSequenceMappings(const std::vector<uint16_t>& types1, const std::vector
 
 namespace {
 
+// What the merge needs of one trace, built in two sequential passes over its kernel stream (a
+// third, after matching, sums durations): the categories of the large groups' kernels, a byte per
+// such kernel, and the ts-ordered category sequence of all kernels, a byte per kernel.
 struct TraceView {
+  static constexpr uint32_t kSmall = UINT32_MAX;  // slot_of_group for groups below the minimum
+
   const TraceProfile* profile = nullptr;
-  std::vector<uint16_t> name_category;
+  std::vector<CategoryCode> name_category;
   std::vector<uint8_t> name_attention, name_ffn;
-  GroupMembers members;
-  std::vector<uint32_t> large;     // group indices with size >= min, first-appearance order
-  std::vector<GroupShape> shapes;  // per large group
-  std::vector<uint16_t> sequence;  // all kernels' types in ts order
+  std::vector<uint32_t> large;          // group indices with size >= min, first-appearance order
+  std::vector<uint32_t> slot_of_group;  // index into `large`, or kSmall
+  // Large group `slot` holds types[offsets[slot] .. offsets[slot + 1]), its kernels' categories
+  // in ts order, stable on trace order.
+  std::vector<uint32_t> offsets;
+  std::vector<CategoryCode> types;
+  std::vector<GroupShape> shapes;      // per large group
+  std::vector<CategoryCode> sequence;  // all kernels' types in ts order
 
   void Build(const TraceProfile& p, uint32_t min_group_size) {
     profile = &p;
@@ -313,48 +337,77 @@ struct TraceView {
     name_attention.resize(p.names.size());
     name_ffn.resize(p.names.size());
     for (uint32_t n = 0; n < p.names.size(); ++n) {
-      name_category[n] = p.category_of_name(n);
+      name_category[n] = static_cast<CategoryCode>(p.category_of_name(n));
       std::string l = Lower(p.names[n]);
       auto has = [&](const char* s) { return l.find(s) != std::string::npos; };
       name_attention[n] = has("attention") || has("fmha");
       name_ffn[n] = has("cijk") || has("nvjet") || has("gemm");
     }
-    for (uint32_t g = 0; g < p.group_size.size(); ++g)
-      if (p.group_size[g] >= min_group_size) large.push_back(g);
-    members = p.BuildGroupMembers(large);
-    std::vector<uint16_t> scratch;
-    for (uint32_t i = 0; i < large.size(); ++i) shapes.push_back(Shape(i, &scratch));
-    sequence = p.TypeSequence();
+    slot_of_group.assign(p.group_size.size(), kSmall);
+    offsets.push_back(0);
+    for (uint32_t g = 0; g < p.group_size.size(); ++g) {
+      if (p.group_size[g] < min_group_size) continue;
+      slot_of_group[g] = static_cast<uint32_t>(large.size());
+      large.push_back(g);
+      offsets.push_back(offsets.back() + p.group_size[g]);
+    }
+    types.resize(offsets.back());
+
+    // Pass 1, trace order: the shapes take "first seen" in list (trace) order.
+    std::vector<uint32_t> fill(offsets.begin(), offsets.end() - 1);
+    std::vector<uint8_t> attention(large.size(), 0), ffn(large.size(), 0);
+    std::vector<int64_t> last_ts(large.size(), std::numeric_limits<int64_t>::min());
+    std::vector<uint8_t> in_ts_order(large.size(), 1);
+    p.kernels.ForEach([&](const KernelRecord& k) {
+      const uint32_t slot = k.group == kNoGroup ? kSmall : slot_of_group[k.group];
+      if (slot == kSmall) return;
+      types[fill[slot]++] = name_category[k.name];
+      attention[slot] |= name_attention[k.name];
+      ffn[slot] |= name_ffn[k.name];
+      if (k.ts_ns < last_ts[slot]) in_ts_order[slot] = 0;
+      last_ts[slot] = k.ts_ns;
+    });
+    shapes.reserve(large.size());
+    for (uint32_t slot = 0; slot < large.size(); ++slot) {
+      shapes.push_back(GroupShape::Of(&types[offsets[slot]], offsets[slot + 1] - offsets[slot],
+                                      attention[slot] != 0, ffn[slot] != 0));
+    }
+
+    // Pass 2, ts order: the whole sequence, and the lists of groups whose kernels are not in ts
+    // order in the trace, rewritten in place (the global order restricted to a group is the
+    // group's stable ts order).
+    bool regroup = false;
+    for (uint32_t slot = 0; slot < large.size(); ++slot) {
+      if (!in_ts_order[slot]) {
+        regroup = true;
+        fill[slot] = offsets[slot];
+      }
+    }
+    sequence.reserve(p.kernels.size());
+    p.kernels.ForEachInTsOrder([&](const KernelRecord& k) {
+      const CategoryCode type = name_category[k.name];
+      sequence.push_back(type);
+      if (!regroup || k.group == kNoGroup) return;
+      const uint32_t slot = slot_of_group[k.group];
+      if (slot != kSmall && !in_ts_order[slot]) types[fill[slot]++] = type;
+    });
   }
 
-  // `slot` indexes `large`.
-  GroupShape Shape(uint32_t slot, std::vector<uint16_t>* types) const {
-    bool attention = false, ffn = false;
-    types->clear();
-    for (uint32_t i = members.offsets[slot]; i < members.offsets[slot + 1]; ++i) {
-      uint32_t name = profile->kernels[members.members[i]].name;
-      attention |= name_attention[name] != 0;
-      ffn |= name_ffn[name] != 0;
-      types->push_back(name_category[name]);
-    }
-    return GroupShape::Of(*types, attention, ffn);
+  // Per category, the number of kernels of large group `slot`.
+  void CountTypes(uint32_t slot, std::vector<uint32_t>* counts) const {
+    std::fill(counts->begin(), counts->end(), 0);
+    for (uint32_t i = offsets[slot]; i < offsets[slot + 1]; ++i) ++(*counts)[types[i]];
   }
 
-  // The types of large group `slot` in ts order (stable on list order).
-  void SortedTypes(uint32_t slot, std::vector<std::pair<int64_t, uint16_t>>* scratch,
-                   std::vector<uint16_t>* out) const {
-    scratch->clear();
-    for (uint32_t i = members.offsets[slot]; i < members.offsets[slot + 1]; ++i) {
-      const KernelRecord& k = profile->kernels[members.members[i]];
-      scratch->emplace_back(k.ts_ns, name_category[k.name]);
-    }
-    if (!std::is_sorted(scratch->begin(), scratch->end(),
-                        [](const auto& a, const auto& b) { return a.first < b.first; })) {
-      std::stable_sort(scratch->begin(), scratch->end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
-    }
-    out->clear();
-    for (const auto& e : *scratch) out->push_back(e.second);
+  // Per category, the total duration of the kernels in the large groups marked in `matched`.
+  std::vector<int64_t> MatchedTime(const std::vector<uint8_t>& matched, size_t ncat) const {
+    std::vector<int64_t> time(ncat, 0);
+    profile->kernels.ForEach([&](const KernelRecord& k) {
+      if (k.group == kNoGroup) return;
+      const uint32_t slot = slot_of_group[k.group];
+      if (slot != kSmall && matched[slot]) time[name_category[k.name]] += k.dur_ns;
+    });
+    return time;
   }
 };
 
@@ -373,6 +426,7 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
                        [&] { views[1].Build(trace2, options.min_group_size); });
 
   FusionReport report;
+  report.categories = names;
   for (int s = 0; s < 2; ++s) {
     report.total_kernels[s] = views[s].profile->kernels.size();
     report.large_groups[s] = views[s].large.size();
@@ -394,33 +448,25 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
   std::vector<Diff> diffs(ncat);
   std::vector<uint16_t> diff_order;
   std::vector<uint8_t> diff_seen(ncat, 0);
-  std::vector<uint32_t> pair_counts[2] = {std::vector<uint32_t>(m_count * ncat, 0),
-                                          std::vector<uint32_t>(m_count * ncat, 0)};
-  std::vector<int64_t> pair_time[2] = {std::vector<int64_t>(ncat), std::vector<int64_t>(ncat)};
-  std::vector<std::pair<int64_t, uint16_t>> scratch;
-  std::vector<uint16_t> sorted[2];
+  std::vector<uint32_t> pair_counts[2] = {std::vector<uint32_t>(ncat), std::vector<uint32_t>(ncat)};
+  std::vector<CategoryCode> group_types[2];
+  std::vector<uint8_t> matched[2] = {std::vector<uint8_t>(views[0].large.size(), 0),
+                                     std::vector<uint8_t>(views[1].large.size(), 0)};
   for (size_t p = 0; p < m_count; ++p) {
     const uint32_t slot[2] = {matches[p].first, matches[p].second};
-    const uint32_t group[2] = {views[0].large[slot[0]], views[1].large[slot[1]]};
     for (int s = 0; s < 2; ++s) {
-      uint32_t* counts = &pair_counts[s][p * ncat];
-      std::fill(pair_time[s].begin(), pair_time[s].end(), 0);
       const TraceView& v = views[s];
-      for (uint32_t i = v.members.offsets[slot[s]]; i < v.members.offsets[slot[s] + 1]; ++i) {
-        const KernelRecord& k = v.profile->kernels[v.members.members[i]];
-        uint16_t t = v.name_category[k.name];
-        ++counts[t];
-        pair_time[s][t] += k.dur_ns;
-      }
+      matched[s][slot[s]] = 1;
+      group_types[s].assign(v.types.begin() + v.offsets[slot[s]],
+                            v.types.begin() + v.offsets[slot[s] + 1]);
+      v.CountTypes(slot[s], &pair_counts[s]);
     }
     for (uint16_t t = 0; t < ncat; ++t) {
-      const uint32_t c1 = pair_counts[0][p * ncat + t], c2 = pair_counts[1][p * ncat + t];
+      const uint32_t c1 = pair_counts[0][t], c2 = pair_counts[1][t];
       if (c1 == 0 && c2 == 0) continue;
       Diff& d = diffs[t];
       d.count[0] += c1;
       d.count[1] += c2;
-      d.time_ns[0] += pair_time[0][t];
-      d.time_ns[1] += pair_time[1][t];
       d.groups += 1;
       d.groups_with_diff += (c1 != c2);
       if (!diff_seen[t]) {
@@ -428,13 +474,20 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
         diff_order.push_back(t);
       }
     }
-    for (int s = 0; s < 2; ++s) views[s].SortedTypes(slot[s], &scratch, &sorted[s]);
     size_t before = report.mappings.size();
-    FindSequenceMappings(sorted[0], sorted[1], names, other, &report.mappings);
+    FindSequenceMappings(group_types[0], group_types[1], ncat, other, &report.mappings);
     for (size_t i = before; i < report.mappings.size(); ++i) {
-      report.mappings[i].correlation_groups = {trace1.group_correlation[group[0]],
-                                               trace2.group_correlation[group[1]]};
+      report.mappings[i].correlation_groups = {trace1.group_correlation[views[0].large[slot[0]]],
+                                               trace2.group_correlation[views[1].large[slot[1]]]};
     }
+  }
+  // A type's time over the matched groups of one side: one more pass over each kernel stream.
+  std::vector<int64_t> matched_time[2];
+  tbb::parallel_invoke([&] { matched_time[0] = views[0].MatchedTime(matched[0], ncat); },
+                       [&] { matched_time[1] = views[1].MatchedTime(matched[1], ncat); });
+  for (uint16_t t : diff_order) {
+    diffs[t].time_ns[0] = matched_time[0][t];
+    diffs[t].time_ns[1] = matched_time[1][t];
   }
 
   // Step 5: global counts over all kernels.
@@ -506,58 +559,66 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
                      return a.impact() > b.impact();
                    });
 
-  // Step 9: partial fusion via matched groups.
-  std::vector<int64_t> matched_count[2] = {std::vector<int64_t>(ncat, 0),
-                                           std::vector<int64_t>(ncat, 0)};
-  for (int s = 0; s < 2; ++s)
-    for (size_t p = 0; p < m_count; ++p)
-      for (uint16_t t = 0; t < ncat; ++t) matched_count[s][t] += pair_counts[s][p * ncat + t];
+  // Step 9: partial fusion via matched groups, for the types whose matched counts differ by at
+  // least 1.3x over at least 100 kernels. One more walk over the matched pairs serves them all.
+  struct Partial {
+    uint16_t type;
+    int unfused_side;
+    double ratio;
+    int64_t groups_analyzed = 0;
+    std::vector<int64_t> target;
+    std::vector<uint16_t> target_order;  // targets in order of first appearance
+  };
+  std::vector<Partial> partials;
   for (uint16_t t = 0; t < ncat; ++t) {
-    const int64_t c1 = matched_count[0][t], c2 = matched_count[1][t];
+    const int64_t c1 = diffs[t].count[0], c2 = diffs[t].count[1];
     if (c1 == 0 || c2 == 0) continue;
     const double ratio = double(std::max(c1, c2)) / double(std::min(c1, c2));
     if (ratio < 1.3 || c1 + c2 < 100) continue;
-    const int u = c1 > c2 ? 0 : 1;
-    const int f = 1 - u;
-    int64_t groups_analyzed = 0;
-    std::vector<int64_t> target(ncat, 0);
-    std::vector<uint16_t> target_order;
+    partials.push_back(Partial{t, c1 > c2 ? 0 : 1, ratio, 0, std::vector<int64_t>(ncat, 0), {}});
+  }
+  if (!partials.empty()) {
     for (size_t p = 0; p < m_count; ++p) {
-      const uint32_t* cu = &pair_counts[u][p * ncat];
-      const uint32_t* cf = &pair_counts[f][p * ncat];
-      if (cu[t] == 0 || cf[t] != 0) continue;
-      ++groups_analyzed;
-      for (uint16_t x = 0; x < ncat; ++x) {
-        if (x == t || x == other || cf[x] == 0) continue;
-        int64_t diff = int64_t(cf[x]) - int64_t(cu[x]);
-        if (diff <= 0) continue;
-        if (target[x] == 0) target_order.push_back(x);
-        target[x] += diff;
+      views[0].CountTypes(matches[p].first, &pair_counts[0]);
+      views[1].CountTypes(matches[p].second, &pair_counts[1]);
+      for (Partial& x : partials) {
+        const std::vector<uint32_t>& cu = pair_counts[x.unfused_side];
+        const std::vector<uint32_t>& cf = pair_counts[1 - x.unfused_side];
+        if (cu[x.type] == 0 || cf[x.type] != 0) continue;
+        ++x.groups_analyzed;
+        for (uint16_t y = 0; y < ncat; ++y) {
+          if (y == x.type || y == other || cf[y] == 0) continue;
+          int64_t diff = int64_t(cf[y]) - int64_t(cu[y]);
+          if (diff <= 0) continue;
+          if (x.target[y] == 0) x.target_order.push_back(y);
+          x.target[y] += diff;
+        }
       }
     }
-    if (target_order.empty() || groups_analyzed < 5) continue;
-    std::stable_sort(target_order.begin(), target_order.end(),
-                     [&](uint16_t a, uint16_t b) { return target[a] > target[b]; });
+  }
+  for (Partial& x : partials) {
+    if (x.target_order.empty() || x.groups_analyzed < 5) continue;
+    std::stable_sort(x.target_order.begin(), x.target_order.end(),
+                     [&](uint16_t a, uint16_t b) { return x.target[a] > x.target[b]; });
+    const int u = x.unfused_side, f = 1 - u;
     FusionMapping m;
     m.kind = FusionMapping::Kind::kPartial;
-    m.fused_side = f;
-    m.fused_kernel_type = names[target_order[0]];
-    m.fused_count = matched_count[f][t];
-    m.unfused_sequence = {names[t]};
-    m.unfused_count_per_type = {{names[t], matched_count[u][t]}};
-    m.pattern_count = matched_count[u][t] - matched_count[f][t];
-    m.pattern_confidence = double(groups_analyzed) / double(m_count);
-    m.type = names[t];
-    m.ratio = ratio;
-    m.unfused_count = matched_count[u][t];
-    m.groups_analyzed = groups_analyzed;
-    for (size_t i = 0; i < target_order.size() && i < 3; ++i)
-      m.targets.emplace_back(names[target_order[i]], target[target_order[i]]);
+    m.fused_side = static_cast<uint8_t>(f);
+    m.fused_type = x.target_order[0];
+    m.fused_count = diffs[x.type].count[f];
+    m.pattern_count = diffs[x.type].count[u] - diffs[x.type].count[f];
+    m.pattern_confidence = double(x.groups_analyzed) / double(m_count);
+    m.type = x.type;
+    m.ratio = x.ratio;
+    m.unfused_count = diffs[x.type].count[u];
+    m.groups_analyzed = x.groups_analyzed;
+    for (size_t i = 0; i < x.target_order.size() && i < 3; ++i)
+      m.targets.emplace_back(x.target_order[i], x.target[x.target_order[i]]);
     report.mappings.push_back(std::move(m));
   }
 
   // Step 10: chains of one type (run lengths in the ts-ordered sequence).
-  const std::vector<uint16_t>* sequence[2] = {&views[0].sequence, &views[1].sequence};
+  const std::vector<CategoryCode>* sequence[2] = {&views[0].sequence, &views[1].sequence};
   const std::vector<ChainStats> chains[2] = {ChainsOf(*sequence[0], ncat),
                                              ChainsOf(*sequence[1], ncat)};
   std::vector<uint8_t> chain_handled(ncat, 0);
@@ -579,34 +640,41 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
     const int f = 1 - u;
     FusionMapping m;
     m.kind = FusionMapping::Kind::kChain;
-    m.fused_side = f;
-    m.fused_kernel_type = names[t];
+    m.fused_side = static_cast<uint8_t>(f);
+    m.fused_type = t;
     m.fused_count = total[f];
-    m.unfused_sequence = {names[t], names[t]};
-    m.unfused_count_per_type = {{names[t], total[u]}};
+    m.unfused_count = total[u];
     m.pattern_count = total[u] - total[f];
     m.pattern_confidence = double(std::min(chain_count[0], chain_count[1])) /
                            double(std::max(chain_count[0], chain_count[1]));
-    m.type = names[t];
+    m.type = t;
     m.ratio = chain_ratio;
     m.unfused_avg = avg[u];
     m.fused_avg = avg[f];
     m.unfused_chains = chain_count[u];
     m.fused_chains = chain_count[f];
-    m.unfused_total = total[u];
-    m.fused_total = total[f];
     chain_handled[t] = 1;
     report.mappings.push_back(std::move(m));
   }
 
-  // Step 11: sequence mappings over the whole traces, minus what is already said.
+  // Step 11: sequence mappings over the whole traces, minus what is already said. Like the
+  // reference, compare evidence sentences; hold only the few candidates' sentences, not one per
+  // mapping (there can be hundreds of thousands of per-group mappings).
   std::vector<FusionMapping> global;
-  FindSequenceMappings(*sequence[0], *sequence[1], names, other, &global);
-  absl::flat_hash_map<std::string, bool> existing;
-  for (const FusionMapping& m : report.mappings) existing[Evidence(m, kCompatLabels)] = true;
+  FindSequenceMappings(*sequence[0], *sequence[1], ncat, other, &global);
+  absl::flat_hash_map<std::string, bool> already_said;
+  for (const FusionMapping& m : global)
+    already_said.emplace(Evidence(m, names, kCompatLabels), false);
+  if (!already_said.empty()) {
+    for (const FusionMapping& m : report.mappings) {
+      auto it = already_said.find(Evidence(m, names, kCompatLabels));
+      if (it != already_said.end()) it->second = true;
+    }
+  }
   for (FusionMapping& m : global) {
-    uint16_t first_type = trace1.classifier->rule_set().category_index(m.unfused_sequence[0]);
-    if (chain_handled[first_type] || existing.contains(Evidence(m, kCompatLabels))) continue;
+    // The reference skips a mapping whose unfused_sequence starts with a chained type.
+    const uint16_t first_type = m.kind == FusionMapping::Kind::kSequence ? m.fused_type : m.type;
+    if (chain_handled[first_type] || already_said[Evidence(m, names, kCompatLabels)]) continue;
     report.mappings.push_back(std::move(m));
   }
   return report;

@@ -303,6 +303,11 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_vie
   }
   if (set->rules_.size() >= UINT16_MAX)
     return absl::InvalidArgumentError(StrCat(source, ": too many rules"));
+  if (set->categories_.size() > kMaxCategories) {
+    return absl::InvalidArgumentError(StrCat(source, ": too many categories (",
+                                             set->categories_.size(), "; at most ", kMaxCategories,
+                                             ")"));
+  }
   // Regexes are checked here so that errors carry their line.
   std::vector<const Predicate*> stack;
   for (const Rule& r : set->rules_) stack.push_back(&r.when);

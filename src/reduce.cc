@@ -1,12 +1,54 @@
 #include "tracefuse/reduce.h"
 
 #include <algorithm>
-#include <numeric>
+#include <cassert>
 
 #include "oneapi/tbb/parallel_for.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
+
+uint8_t* KernelStream::PutVarint(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+
+void KernelStream::push_back(const KernelRecord& k) {
+  if (segments_.empty() || segment_bytes_.back() + kMaxRecordBytes > kSegmentBytes) {
+    segments_.emplace_back(new uint8_t[kSegmentBytes]);
+    segment_bytes_.push_back(0);
+  }
+  // Unsigned arithmetic: any int64 values round-trip, wrapping alike in encoder and decoder.
+  auto zigzag = [](uint64_t v) { return (v << 1) ^ (~(v >> 63) + 1); };
+  const uint64_t ts = static_cast<uint64_t>(k.ts_ns), dur = static_cast<uint64_t>(k.dur_ns);
+  uint64_t group = 0;
+  if (k.group != kNoGroup) {
+    assert(k.group <= state_.groups);  // groups are numbered in first-appearance order
+    group = uint64_t{state_.groups} + 1 - k.group;
+    if (k.group == state_.groups) ++state_.groups;
+  }
+  uint8_t* start = segments_.back().get() + segment_bytes_.back();
+  uint8_t* p = PutVarint(start, k.name);
+  p = PutVarint(p, group);
+  p = PutVarint(p, zigzag(dur));
+  p = PutVarint(p, zigzag(ts - state_.previous_end));
+  segment_bytes_.back() += static_cast<size_t>(p - start);
+  state_.previous_end = ts + dur;
+
+  if (size_ > 0 && k.ts_ns < previous_ts_) ++descents_;
+  previous_ts_ = k.ts_ns;
+  ++size_;
+}
+
+uint64_t KernelStream::encoded_bytes() const {
+  uint64_t total = 0;
+  for (size_t b : segment_bytes_) total += b;
+  return total;
+}
 
 TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records)
     : keep_kernel_records_(keep_kernel_records) {
@@ -101,36 +143,17 @@ std::vector<CategoryTotals> TraceProfile::PerCategory() const {
   return totals;
 }
 
-std::vector<uint32_t> TraceProfile::TsOrder() const {
-  std::vector<uint32_t> order(kernels.size());
-  std::iota(order.begin(), order.end(), 0u);
-  bool sorted = true;
-  for (size_t i = 1; i < kernels.size() && sorted; ++i)
-    sorted = kernels[i - 1].ts_ns <= kernels[i].ts_ns;
-  if (!sorted) {
-    std::stable_sort(order.begin(), order.end(),
-                     [&](uint32_t a, uint32_t b) { return kernels[a].ts_ns < kernels[b].ts_ns; });
-  }
-  return order;
-}
-
-std::vector<uint16_t> TraceProfile::TypeSequence() const {
-  std::vector<uint16_t> name_category(names.size());
-  for (uint32_t n = 0; n < names.size(); ++n) name_category[n] = category_of_name(n);
-  std::vector<uint16_t> types(kernels.size());
-  bool sorted = true;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    types[i] = name_category[kernels[i].name];
-    sorted &= i == 0 || kernels[i - 1].ts_ns <= kernels[i].ts_ns;
-  }
-  if (!sorted) {  // traces are mostly in ts order: pay for the permutation only when needed
-    std::vector<uint32_t> order = TsOrder();
-    for (size_t i = 0; i < order.size(); ++i) types[i] = name_category[kernels[order[i]].name];
-  }
+std::vector<CategoryCode> TraceProfile::TypeSequence() const {
+  std::vector<CategoryCode> name_category(names.size());
+  for (uint32_t n = 0; n < names.size(); ++n)
+    name_category[n] = static_cast<CategoryCode>(category_of_name(n));
+  std::vector<CategoryCode> types;
+  types.reserve(kernels.size());
+  kernels.ForEachInTsOrder([&](const KernelRecord& k) { types.push_back(name_category[k.name]); });
   return types;
 }
 
-std::vector<ChainStats> ChainsOf(const std::vector<uint16_t>& types, size_t category_count) {
+std::vector<ChainStats> ChainsOf(const std::vector<CategoryCode>& types, size_t category_count) {
   std::vector<ChainStats> chains(category_count);
   size_t i = 0;
   while (i < types.size()) {
@@ -147,25 +170,6 @@ std::vector<ChainStats> ChainsOf(const std::vector<uint16_t>& types, size_t cate
     i = j;
   }
   return chains;
-}
-
-GroupMembers TraceProfile::BuildGroupMembers(const std::vector<uint32_t>& groups) const {
-  GroupMembers g;
-  std::vector<uint32_t> slot(group_size.size(), UINT32_MAX);
-  g.offsets.assign(groups.size() + 1, 0);
-  for (size_t i = 0; i < groups.size(); ++i) {
-    slot[groups[i]] = static_cast<uint32_t>(i);
-    g.offsets[i + 1] = g.offsets[i] + group_size[groups[i]];
-  }
-  g.members.resize(g.offsets.back());
-  std::vector<uint32_t> fill(g.offsets.begin(), g.offsets.end() - 1);
-  for (size_t k = 0; k < kernels.size(); ++k) {
-    uint32_t group = kernels[k].group;
-    if (group != kNoGroup && slot[group] != UINT32_MAX) {
-      g.members[fill[slot[group]]++] = static_cast<uint32_t>(k);
-    }
-  }
-  return g;
 }
 
 size_t TraceProfile::GroupsAtLeast(uint32_t size) const {

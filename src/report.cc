@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/container/flat_hash_map.h"
 #include "fmt/ranges.h"
 #include "tracefuse/strings.h"
 
@@ -407,20 +408,20 @@ absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, Out
   for (const FusionMapping& m : r.mappings) {
     w.BeginObject();
     w.Field("fused_platform", kCompatLabels[m.fused_side]);
-    w.Field("fused_kernel_type", m.fused_kernel_type);
+    w.Field("fused_kernel_type", r.categories[m.fused_type]);
     w.Field("fused_count", m.fused_count);
     w.Field("unfused_platform", kCompatLabels[1 - m.fused_side]);
     w.Key("unfused_sequence");
     w.BeginArray();
-    for (const std::string& t : m.unfused_sequence) w.Value(t);
+    for (uint16_t t : m.UnfusedSequence()) w.Value(r.categories[t]);
     w.EndArray();
     w.Key("unfused_count_per_type");
     w.BeginObject();
-    for (const auto& [type, n] : m.unfused_count_per_type) w.Field(type, n);
+    for (const auto& [type, n] : m.UnfusedCountPerType()) w.Field(r.categories[type], n);
     w.EndObject();
     w.Field("pattern_count", m.pattern_count);
     w.Field("pattern_confidence", m.pattern_confidence);
-    w.Field("evidence", Evidence(m, kCompatLabels));
+    w.Field("evidence", Evidence(m, r.categories, kCompatLabels));
     if (m.correlation_groups) {
       w.Field("correlation_group_trace1", m.correlation_groups->first);
       w.Field("correlation_group_trace2", m.correlation_groups->second);
@@ -582,17 +583,15 @@ std::string FusionText(const FusionReport& r, const CompareContext& c, bool mark
     // Per-group mappings repeat once per matched group: fold equal evidence together.
     std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>>
         folded;  // evidence, (groups, calls)
+    absl::flat_hash_map<std::string, size_t> fold_index;
     for (const FusionMapping& m : r.mappings) {
       if (m.kind != kind) continue;
-      std::string ev = Evidence(m, L);
-      auto it =
-          std::find_if(folded.begin(), folded.end(), [&](const auto& e) { return e.first == ev; });
-      if (it == folded.end()) {
-        folded.push_back({ev, {0, 0}});
-        it = folded.end() - 1;
-      }
-      it->second.first += m.correlation_groups ? 1 : 0;
-      it->second.second += m.pattern_count;
+      std::string ev = Evidence(m, r.categories, L);
+      auto [it, inserted] = fold_index.try_emplace(ev, folded.size());
+      if (inserted) folded.push_back({std::move(ev), {0, 0}});
+      std::pair<int64_t, int64_t>& n = folded[it->second].second;
+      n.first += m.correlation_groups ? 1 : 0;
+      n.second += m.pattern_count;
     }
     if (folded.empty()) continue;
     std::stable_sort(folded.begin(), folded.end(), [](const auto& x, const auto& y) {

@@ -2,6 +2,9 @@
 // every threshold (spec §4).
 #include "tracefuse/analyze.h"
 
+#include <algorithm>
+
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "profile_builder.h"
 
@@ -18,15 +21,15 @@ constexpr uint16_t kOther = 5;
 const std::array<std::string, 2> kLabels = {"Trace 1", "Trace 2"};
 
 // 'a' -> 0 ... 'e' -> 4, 'o' -> Other.
-std::vector<uint16_t> Types(const std::string& letters) {
-  std::vector<uint16_t> t;
-  for (char c : letters) t.push_back(c == 'o' ? kOther : static_cast<uint16_t>(c - 'a'));
+std::vector<CategoryCode> Types(const std::string& letters) {
+  std::vector<CategoryCode> t;
+  for (char c : letters) t.push_back(c == 'o' ? kOther : static_cast<CategoryCode>(c - 'a'));
   return t;
 }
 
 std::vector<FusionMapping> Sequences(const std::string& t1, const std::string& t2) {
   std::vector<FusionMapping> out;
-  FindSequenceMappings(Types(t1), Types(t2), kNames, kOther, &out);
+  FindSequenceMappings(Types(t1), Types(t2), kNames.size(), kOther, &out);
   return out;
 }
 
@@ -38,14 +41,14 @@ TEST(SequenceMapping, PredecessorShareMustExceedPointEight) {
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].kind, FusionMapping::Kind::kSequence);
   EXPECT_EQ(m[0].fused_side, 1);
-  EXPECT_EQ(m[0].fused_kernel_type, "A");
+  EXPECT_EQ(m[0].fused_type, 0);  // A
   EXPECT_EQ(m[0].fused_count, 2);
-  EXPECT_EQ(m[0].unfused_sequence, (std::vector<std::string>{"A", "C"}));
-  EXPECT_EQ(m[0].unfused_count_per_type,
-            (std::vector<std::pair<std::string, int64_t>>{{"A", 5}, {"C", 6}}));
+  EXPECT_EQ(m[0].UnfusedSequence(), (std::vector<uint16_t>{0, 2}));  // A, C
+  EXPECT_EQ(m[0].UnfusedCountPerType(),
+            (std::vector<std::pair<uint16_t, int64_t>>{{0, 5}, {2, 6}}));
   EXPECT_EQ(m[0].pattern_count, 6);
   EXPECT_DOUBLE_EQ(m[0].pattern_confidence, 5.0 / 6.0);
-  EXPECT_EQ(Evidence(m[0], kLabels), "Trace 1 runs A+C separately, Trace 2 fuses into A");
+  EXPECT_EQ(Evidence(m[0], kNames, kLabels), "Trace 1 runs A+C separately, Trace 2 fuses into A");
 }
 
 TEST(SequenceMapping, NeedsFiveOccurrencesAndAPredecessorOnTheOtherSide) {
@@ -58,7 +61,7 @@ TEST(SequenceMapping, NeedsFiveOccurrencesAndAPredecessorOnTheOtherSide) {
   std::vector<FusionMapping> m = Sequences("b", "bdbdbdbdbd");
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].fused_side, 0);
-  EXPECT_EQ(Evidence(m[0], kLabels), "Trace 2 runs B+D separately, Trace 1 fuses into B");
+  EXPECT_EQ(Evidence(m[0], kNames, kLabels), "Trace 2 runs B+D separately, Trace 1 fuses into B");
 }
 
 TEST(SequenceMapping, PredecessorTiesGoToTheFirstSeen) {
@@ -75,11 +78,12 @@ TEST(ImbalanceMapping, RatioOfExactlyOnePointThreeQualifies) {
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].kind, FusionMapping::Kind::kImbalance);
   EXPECT_EQ(m[0].fused_side, 1);
-  EXPECT_EQ(m[0].fused_kernel_type, "B");  // Other is never a target
-  EXPECT_EQ(m[0].fused_count, 100);        // the fused side's count of A, not of B
+  EXPECT_EQ(m[0].fused_type, 1);     // B: Other is never a target
+  EXPECT_EQ(m[0].fused_count, 100);  // the fused side's count of A, not of B
+  EXPECT_EQ(m[0].UnfusedCountPerType(), (std::vector<std::pair<uint16_t, int64_t>>{{0, 130}}));
   EXPECT_EQ(m[0].pattern_count, 30);
   EXPECT_DOUBLE_EQ(m[0].pattern_confidence, 30.0 / 130.0);
-  EXPECT_EQ(Evidence(m[0], kLabels),
+  EXPECT_EQ(Evidence(m[0], kNames, kLabels),
             "Trace 1 calls A 1.3x more (130 vs 100), Trace 2 likely fuses into B");
   EXPECT_TRUE(Sequences(Repeat("a", 129) + "b", t2).empty());  // 1.29
 }
@@ -92,16 +96,16 @@ TEST(ImbalanceMapping, TotalOfExactlyOneHundredQualifies) {
 TEST(ImbalanceMapping, TargetTiesGoToTheFirstSeenAndNoTargetMeansNoMapping) {
   std::vector<FusionMapping> m = Sequences(Repeat("a", 80), Repeat("a", 40) + "ddcc");
   ASSERT_EQ(m.size(), 1u);
-  EXPECT_EQ(m[0].fused_kernel_type, "D");
+  EXPECT_EQ(m[0].fused_type, 3);  // D
   EXPECT_TRUE(Sequences(Repeat("a", 80), Repeat("a", 40) + "oo").empty());
 }
 
 // --- group matching ---
 
 GroupShape Shape(uint32_t size, const std::string& letters = "") {
-  std::vector<uint16_t> t = Types(letters.empty() ? std::string(size, 'a') : letters);
+  std::vector<CategoryCode> t = Types(letters.empty() ? std::string(size, 'a') : letters);
   t.resize(size, t.back());
-  return GroupShape::Of(t, true, true);
+  return GroupShape::Of(t.data(), t.size(), true, true);
 }
 
 std::vector<std::pair<uint32_t, uint32_t>> Match(std::vector<GroupShape> a,
@@ -210,8 +214,9 @@ TEST(ChainMapping, RatioAboveTwoAndDifferenceAboveOneHundred) {
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0]->fused_side, 1);
   EXPECT_EQ(m[0]->pattern_count, 101);
+  EXPECT_EQ(m[0]->UnfusedSequence(), (std::vector<uint16_t>{0, 0}));
   EXPECT_DOUBLE_EQ(m[0]->pattern_confidence, 19.0 / 40.0);
-  EXPECT_EQ(Evidence(*m[0], kLabels),
+  EXPECT_EQ(Evidence(*m[0], kNames, kLabels),
             "Trace 1 runs A in chains of 3 calls (40 chains, 120 total), Trace 2 fuses to 1 calls "
             "(19 chains, 19 total) - 3.0x more efficient");
   // A difference of exactly 100 kernels is not enough.
@@ -224,7 +229,7 @@ TEST(ChainMapping, RatioAboveTwoAndDifferenceAboveOneHundred) {
                   .empty());
   // The global imbalance of A is not repeated once the chain mapping covers it.
   for (const FusionMapping* x : OfKind(r, FusionMapping::Kind::kImbalance))
-    EXPECT_NE(x->unfused_sequence[0], "A");
+    EXPECT_NE(x->UnfusedSequence()[0], 0);  // A
 }
 
 TEST(PartialMapping, NeedsFiveAnalysedGroups) {
@@ -243,13 +248,56 @@ TEST(PartialMapping, NeedsFiveAnalysedGroups) {
   auto m = OfKind(five, FusionMapping::Kind::kPartial);
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0]->fused_side, 0);
-  EXPECT_EQ(m[0]->fused_kernel_type, "A");
+  EXPECT_EQ(m[0]->fused_type, 0);  // A
   EXPECT_EQ(m[0]->groups_analyzed, 5);
   EXPECT_DOUBLE_EQ(m[0]->pattern_confidence, 5.0 / 6.0);
-  EXPECT_EQ(Evidence(*m[0], kLabels),
+  EXPECT_EQ(Evidence(*m[0], kNames, kLabels),
             "Trace 2 calls D 26.0x more (104 vs 4). In 5 groups where Trace 2 has D, Trace 1 has "
             "more: A (+80), C (+20)");
   EXPECT_TRUE(OfKind(build(4), FusionMapping::Kind::kPartial).empty());
+}
+
+// Everything a report says, as text, to compare two reports.
+std::vector<std::string> Said(const FusionReport& r) {
+  std::vector<std::string> out;
+  const std::array<std::string, 2> labels = {"1", "2"};
+  for (const FusionOpportunity& o : r.opportunities) {
+    out.push_back(fmt::format("{} {} {} {} {}", o.kernel_type, o.trace1_total, o.trace2_total,
+                              o.trace1_time_ms, o.trace2_time_ms));
+  }
+  for (const FusionMapping& m : r.mappings) {
+    out.push_back(fmt::format("{} [{}] {}", Evidence(m, r.categories, labels), m.pattern_count,
+                              m.correlation_groups ? m.correlation_groups->first : -1));
+  }
+  return out;
+}
+
+TEST(Analysis, KernelsOutOfTsOrderAreAnalysedInTsOrder) {
+  // Trace 1's group runs A D C, A D C, ... in ts order where trace 2's group runs no C, so the
+  // pair yields the sequence mapping D+C; listed backwards, C would follow A. Listing trace 1's
+  // kernels backwards (timestamps kept) must change no result, nor must kernels out of order
+  // outside groups. Five more A keep A the dominant type either way (ties go to the first seen).
+  const std::string group = Repeat("adc", 20) + Repeat("a", 5);
+  std::vector<testing::TestKernel> sorted =
+      Concat({Sequence(group, 7, 0), Sequence(Repeat("ccb", 40), -1, 1000)});
+  for (size_t i = 0; i < sorted.size(); ++i) sorted[i].dur_ns = 10 + static_cast<int64_t>(i);
+  std::vector<testing::TestKernel> b = Concat(
+      {Sequence(Repeat("a", 40) + Repeat("d", 26), 9, 0), Sequence(Repeat("bb", 20), -1, 1000)});
+  FusionReport expected = Analyze(sorted, b);
+  ASSERT_EQ(expected.matched_groups, 1u);
+  auto sequences = OfKind(expected, FusionMapping::Kind::kSequence);
+  ASSERT_FALSE(sequences.empty());
+  EXPECT_EQ(Evidence(*sequences[0], expected.categories, kLabels),
+            "Trace 1 runs D+C separately, Trace 2 fuses into D");
+  EXPECT_EQ(sequences[0]->correlation_groups, (std::pair<int64_t, int64_t>{7, 9}));
+
+  std::vector<testing::TestKernel> backwards(sorted.rbegin(), sorted.rend());
+  EXPECT_EQ(BuildProfile(backwards).kernels.ts_runs(), sorted.size());
+  EXPECT_EQ(Said(Analyze(backwards, b)), Said(expected));
+  // Only the group's kernels backwards: out of order inside one group, in order outside it.
+  std::vector<testing::TestKernel> group_backwards = sorted;
+  std::reverse(group_backwards.begin(), group_backwards.begin() + group.size());
+  EXPECT_EQ(Said(Analyze(group_backwards, b)), Said(expected));
 }
 
 TEST(Analysis, ResultDoesNotDependOnGroupOrderOfEqualGroups) {

@@ -162,5 +162,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{"rulez: []\n", "my.yaml:1: unknown key 'rulez'"},
         BadFile{"rules: [\n", "my.yaml:2: end of sequence flow not found"}));
 
+TEST(RuleFiles, AtMost256CategoriesSoThatEachFitsAByte) {
+  auto file = [](int n) {
+    std::string yaml = "categories: [";
+    for (int i = 0; i < n; ++i) yaml += (i ? ", c" : "c") + std::to_string(i);
+    return yaml + "]\n";
+  };
+  // The fallback category Other comes on top of those listed.
+  auto fits = RuleSet::FromYaml(file(255), "my.yaml");
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ((*fits)->categories().size(), 256u);
+  auto over = RuleSet::FromYaml(file(256), "my.yaml");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().message(), "my.yaml: too many categories (257; at most 256)");
+}
+
 }  // namespace
 }  // namespace tracefuse

@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "profile_builder.h"
 #include "simdjson.h"
 #include "test_util.h"
 
@@ -104,12 +105,15 @@ void ExpectSameProfile(const TraceProfile& a, const TraceProfile& b) {
   EXPECT_EQ(a.name_kernels, b.name_kernels);
   EXPECT_EQ(a.group_correlation, b.group_correlation);
   EXPECT_EQ(a.group_size, b.group_size);
-  ASSERT_EQ(a.kernels.size(), b.kernels.size());
-  for (size_t i = 0; i < a.kernels.size(); ++i) {
-    ASSERT_EQ(a.kernels[i].ts_ns, b.kernels[i].ts_ns) << i;
-    ASSERT_EQ(a.kernels[i].dur_ns, b.kernels[i].dur_ns) << i;
-    ASSERT_EQ(a.kernels[i].name, b.kernels[i].name) << i;
-    ASSERT_EQ(a.kernels[i].group, b.kernels[i].group) << i;
+  const std::vector<KernelRecord> ka = testing::Records(a.kernels),
+                                  kb = testing::Records(b.kernels);
+  ASSERT_EQ(ka.size(), b.kernels.size());
+  ASSERT_EQ(ka.size(), kb.size());
+  for (size_t i = 0; i < ka.size(); ++i) {
+    ASSERT_EQ(ka[i].ts_ns, kb[i].ts_ns) << i;
+    ASSERT_EQ(ka[i].dur_ns, kb[i].dur_ns) << i;
+    ASSERT_EQ(ka[i].name, kb[i].name) << i;
+    ASSERT_EQ(ka[i].group, kb[i].group) << i;
   }
   EXPECT_EQ(a.event_categories, b.event_categories);
   EXPECT_EQ(a.platform, b.platform);

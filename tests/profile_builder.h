@@ -84,6 +84,13 @@ inline std::vector<TestKernel> Concat(std::vector<std::vector<TestKernel>> parts
   return out;
 }
 
+// The stream's records, decoded, in trace order.
+inline std::vector<KernelRecord> Records(const KernelStream& s) {
+  std::vector<KernelRecord> out;
+  s.ForEach([&](const KernelRecord& k) { out.push_back(k); });
+  return out;
+}
+
 inline std::string Repeat(const std::string& s, int n) {
   std::string out;
   for (int i = 0; i < n; ++i) out += s;

@@ -1,5 +1,9 @@
 #include "tracefuse/reduce.h"
 
+#include <algorithm>
+#include <limits>
+#include <random>
+
 #include "gtest/gtest.h"
 #include "profile_builder.h"
 
@@ -18,12 +22,9 @@ TEST(Reducer, GroupsInFirstAppearanceOrderAcrossChunks) {
   EXPECT_EQ(p.names, (std::vector<std::string>{"a1", "b1", "c1", "b2", "a2"}));
   EXPECT_EQ(p.group_correlation, (std::vector<int64_t>{7, 3, 9}));
   EXPECT_EQ(p.group_size, (std::vector<uint32_t>{3, 2, 1}));
-  GroupMembers g = p.BuildGroupMembers({0, 1, 2});
-  EXPECT_EQ(g.offsets, (std::vector<uint32_t>{0, 3, 5, 6}));
-  EXPECT_EQ(g.members, (std::vector<uint32_t>{0, 2, 6, 1, 4, 5}));
-  GroupMembers some = p.BuildGroupMembers({2, 0});
-  EXPECT_EQ(some.offsets, (std::vector<uint32_t>{0, 1, 4}));
-  EXPECT_EQ(some.members, (std::vector<uint32_t>{5, 0, 2, 6}));
+  std::vector<uint32_t> groups;
+  for (const KernelRecord& k : testing::Records(p.kernels)) groups.push_back(k.group);
+  EXPECT_EQ(groups, (std::vector<uint32_t>{0, 1, 0, kNoGroup, 1, 2, 0}));
   EXPECT_EQ(p.name_kernels, (std::vector<uint64_t>{3, 1, 1, 1, 1}));
   EXPECT_EQ(p.GroupsAtLeast(2), 2u);
   std::vector<CategoryTotals> per = p.PerCategory();
@@ -39,7 +40,107 @@ TEST(Reducer, TypeSequenceIsStableOnTimestampTies) {
   // ts order: b(1) a(2) c(2, after a in trace order) a(2) b(3)
   r.Consume(ChunkOf({{"a", 2, -1}, {"b", 3, -1}, {"c", 2, -1}, {"b", 1, -1}, {"a", 2, -1}}, *c));
   TraceProfile p = r.Finish(TraceMetadata(), Platform::kUnknown);
-  EXPECT_EQ(p.TypeSequence(), (std::vector<uint16_t>{1, 0, 2, 0, 1}));
+  EXPECT_EQ(p.TypeSequence(), (std::vector<CategoryCode>{1, 0, 2, 0, 1}));
+}
+
+// Records as the reducer makes them: groups numbered in first-appearance order. Timestamps drift
+// forward; about `displaced_share` of the kernels start up to 100 us earlier than the drift, as
+// kernels of another stream interleave.
+std::vector<KernelRecord> RandomRecords(std::mt19937_64& rng, size_t n, double displaced_share) {
+  std::vector<KernelRecord> out;
+  uint32_t groups = 0;
+  int64_t ts = 1'700'000'000'000'000'000;
+  for (size_t i = 0; i < n; ++i) {
+    KernelRecord k;
+    k.name = static_cast<uint32_t>(rng() % 300);
+    switch (rng() % 4) {
+      case 0:
+        k.group = kNoGroup;
+        break;
+      case 1:
+        k.group = groups++;
+        break;
+      default:
+        k.group = groups == 0 ? kNoGroup : static_cast<uint32_t>(rng() % groups);
+        break;
+    }
+    k.dur_ns = static_cast<int64_t>(rng() % 5'000'000);
+    ts += static_cast<int64_t>(rng() % 20'000);
+    const bool displaced = std::uniform_real_distribution<>(0, 1)(rng) < displaced_share;
+    k.ts_ns = displaced ? ts - static_cast<int64_t>(rng() % 100'000) - 1 : ts;
+    out.push_back(k);
+  }
+  return out;
+}
+
+TEST(KernelStream, RoundTripsRecordsInTraceOrder) {
+  std::mt19937_64 rng(11);
+  std::vector<KernelRecord> records = RandomRecords(rng, 200'000, 0.05);
+  // Extremes: every int64 value must survive the wrapping deltas.
+  const int64_t kMin = std::numeric_limits<int64_t>::min(),
+                kMax = std::numeric_limits<int64_t>::max();
+  records.push_back({kMin, kMax, UINT32_MAX - 1, kNoGroup});
+  records.push_back({kMax, kMin, 0, kNoGroup});
+  records.push_back({0, -1, 7, kNoGroup});
+  records.push_back({-5, 0, 7, kNoGroup});
+  KernelStream s;
+  for (const KernelRecord& k : records) s.push_back(k);
+  EXPECT_EQ(s.size(), records.size());
+  EXPECT_EQ(testing::Records(s), records);
+  // Segments fill up: 200,000 records need more than one 1 MiB segment.
+  EXPECT_GT(s.encoded_bytes(), size_t{1} << 20);
+  EXPECT_LT(s.encoded_bytes(), records.size() * 16);
+}
+
+std::vector<KernelRecord> InTsOrder(const KernelStream& s) {
+  std::vector<KernelRecord> out;
+  s.ForEachInTsOrder([&](const KernelRecord& k) { out.push_back(k); });
+  return out;
+}
+
+std::vector<KernelRecord> StableSortedByTs(std::vector<KernelRecord> records) {
+  std::stable_sort(records.begin(), records.end(),
+                   [](const KernelRecord& a, const KernelRecord& b) { return a.ts_ns < b.ts_ns; });
+  return records;
+}
+
+TEST(KernelStream, TsOrderIsAStableSortByTimestamp) {
+  for (double displaced : {0.0, 0.001, 0.1, 0.5, 1.0}) {
+    std::mt19937_64 rng(static_cast<uint64_t>(displaced * 1000) + 3);
+    std::vector<KernelRecord> records = RandomRecords(rng, 20'000, displaced);
+    for (size_t i = 0; i < records.size(); i += 7) records[i].ts_ns = records[i / 2].ts_ns;  // ties
+    KernelStream s;
+    uint64_t runs = 0;
+    for (size_t i = 0; i < records.size(); ++i) {
+      s.push_back(records[i]);
+      runs += i == 0 || records[i].ts_ns < records[i - 1].ts_ns;
+    }
+    EXPECT_EQ(s.ts_runs(), runs) << displaced;
+    EXPECT_EQ(InTsOrder(s), StableSortedByTs(records)) << displaced;
+  }
+}
+
+TEST(KernelStream, TsOrderOfBlocksFlushedOutOfOrder) {
+  // As in hta_nccl_data: a later block of kernels first, then an earlier one, each sorted, with
+  // equal timestamps across blocks (the earlier block in trace order goes first on ties).
+  std::vector<KernelRecord> records;
+  for (int64_t ts = 500; ts < 600; ++ts) records.push_back({ts, 1, 1, kNoGroup});
+  for (int64_t ts = 0; ts < 560; ts += 2) records.push_back({ts, 1, 2, kNoGroup});
+  records.push_back({-7, 3, 3, kNoGroup});  // a one-kernel run
+  KernelStream s;
+  for (const KernelRecord& k : records) s.push_back(k);
+  EXPECT_EQ(s.ts_runs(), 3u);
+  EXPECT_EQ(InTsOrder(s), StableSortedByTs(records));
+}
+
+TEST(KernelStream, ReversedTraceIsOneRunPerKernel) {
+  KernelStream s;
+  for (int64_t ts = 10; ts > 0; --ts) s.push_back({ts, 1, static_cast<uint32_t>(ts), kNoGroup});
+  EXPECT_EQ(s.ts_runs(), 10u);
+  std::vector<int64_t> order;
+  s.ForEachInTsOrder([&](const KernelRecord& k) { order.push_back(k.ts_ns); });
+  EXPECT_EQ(order, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(KernelStream().ts_runs(), 0u);
 }
 
 TEST(Reducer, ChainStatistics) {

@@ -160,8 +160,7 @@ const std::vector<KernelKind> kEager = {
      2200},
 };
 
-const char* kStepCpuOps[] = {"aten::empty", "aten::copy_", "aten::index_select",
-                             "aten::to"};
+const char* kStepCpuOps[] = {"aten::empty", "aten::copy_", "aten::index_select", "aten::to"};
 
 const char* kPythonFrames[] = {
     "vllm/v1/worker/gpu_model_runner.py(1201): execute_model",
@@ -296,7 +295,8 @@ class TraceWriter {
     Annotation(fmt::format("execute_context_1({})_generation_1({})", 1 + step_ % 7, step_),
                step_start);
     // The scheduler and model runner's Python frames and the ATen calls around the replay.
-    for (int i = 0; i < o_.python_per_step; ++i) Python(kPythonFrames[i % 5], 40000 - 1000 * (i % 30));
+    for (int i = 0; i < o_.python_per_step; ++i)
+      Python(kPythonFrames[i % 5], 40000 - 1000 * (i % 30));
     for (int i = 0; i < o_.cpu_ops_per_step; ++i) {
       CpuOp(kStepCpuOps[i % 4], next_ext_++, 6000);
     }
@@ -462,7 +462,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--python-per-step", o.python_per_step, "python_function events per step")
       ->capture_default_str();
-  app.add_option("--cpu-ops-per-step", o.cpu_ops_per_step, "cpu_op events per step outside launches")
+  app.add_option("--cpu-ops-per-step", o.cpu_ops_per_step,
+                 "cpu_op events per step outside launches")
       ->capture_default_str();
   app.add_option("--python-per-kernel", o.python_per_kernel,
                  "python_function events per eager kernel")
@@ -471,7 +472,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"lines", "compact"}))
       ->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
-  app.add_flag("--summary", o.summary, "print bytes, complete events and kernels written to stderr");
+  app.add_flag("--summary", o.summary,
+               "print bytes, complete events and kernels written to stderr");
   app.add_option("-o,--output", o.output, "output file (written atomically; - for stdout)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

@@ -55,6 +55,8 @@ struct FusionOpportunity {
   double impact() const { return ratio * static_cast<double>(trace1_total + trace2_total); }
 };
 
+// One fusion mapping. Types are category indices (FusionReport::categories names them): a
+// report of a multi-GB pair holds hundreds of thousands of per-group mappings, 144 bytes each.
 struct FusionMapping {
   enum class Kind : uint8_t {
     kSequence,   // A+B on one side, A alone on the other
@@ -63,31 +65,38 @@ struct FusionMapping {
     kChain,      // the same type in longer consecutive runs on one side
   };
   Kind kind = Kind::kSequence;
-  int fused_side = 0;  // 0: trace 1, 1: trace 2; the unfused side is the other one
-  std::string fused_kernel_type;
+  uint8_t fused_side = 0;   // 0: trace 1, 1: trace 2; the unfused side is the other one
+  uint16_t fused_type = 0;  // the reference's fused_kernel_type; kSequence: the predecessor A
+  uint16_t type = 0;        // the imbalanced / chained type; kSequence: B
   int64_t fused_count = 0;
-  std::vector<std::string> unfused_sequence;
-  std::vector<std::pair<std::string, int64_t>> unfused_count_per_type;
+  int64_t unfused_count = 0;             // of `type`, on the unfused side
+  int64_t fused_type_unfused_count = 0;  // kSequence: of `fused_type`, on the unfused side
   int64_t pattern_count = 0;
   double pattern_confidence = 0;
   std::optional<std::pair<int64_t, int64_t>> correlation_groups;  // per-group mappings only
 
   // What the evidence sentence needs besides the fields above.
-  std::string type;  // the imbalanced / chained / trailing type
-  double ratio = 0;  // imbalance and partial: max/min counts; chain: avg ratio
-  int64_t unfused_count = 0;
-  int64_t groups_analyzed = 0;                           // partial
-  std::vector<std::pair<std::string, int64_t>> targets;  // partial, up to 3
-  double unfused_avg = 0, fused_avg = 0;                 // chain
-  int64_t unfused_chains = 0, fused_chains = 0;          // chain
-  int64_t unfused_total = 0, fused_total = 0;            // chain
+  double ratio = 0;             // imbalance and partial: max/min counts; chain: avg ratio
+  int64_t groups_analyzed = 0;  // partial
+  std::vector<std::pair<uint16_t, int64_t>> targets;  // partial, up to 3
+  double unfused_avg = 0, fused_avg = 0;              // chain
+  int64_t unfused_chains = 0, fused_chains = 0;       // chain
+
+  // The reference's unfused_sequence: A, B for kSequence; the type twice for kChain; else once.
+  std::vector<uint16_t> UnfusedSequence() const;
+  // The reference's unfused_count_per_type: each type of UnfusedSequence() once, with its count
+  // on the unfused side.
+  std::vector<std::pair<uint16_t, int64_t>> UnfusedCountPerType() const;
 };
 
-// The reference's evidence sentence, with `labels` naming trace 1 and trace 2 ("Trace 1" and
-// "Trace 2" in the compatible JSON, the real platform names in text reports).
-std::string Evidence(const FusionMapping& m, const std::array<std::string, 2>& labels);
+// The reference's evidence sentence, with `categories` naming types and `labels` naming trace 1
+// and trace 2 ("Trace 1" and "Trace 2" in the compatible JSON, the real platform names in text
+// reports).
+std::string Evidence(const FusionMapping& m, const std::vector<std::string>& categories,
+                     const std::array<std::string, 2>& labels);
 
 struct FusionReport {
+  std::vector<std::string> categories;  // the rule set's, naming FusionMapping types
   std::array<uint64_t, 2> total_kernels{};
   std::array<uint64_t, 2> large_groups{};
   uint64_t matched_groups = 0;
@@ -100,7 +109,7 @@ struct FusionReport {
 // its rule calls AMD and "Unknown GPU" otherwise.
 std::string ReferenceGpuName(const TraceMetadata& metadata);
 
-// Both profiles must keep their kernel records (PipelineOptions::keep_kernel_records).
+// Both profiles must keep their kernel streams (PipelineOptions::keep_kernel_records).
 FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace2,
                            const FusionOptions& options = {});
 
@@ -113,17 +122,18 @@ struct GroupShape {
   uint16_t dominant = 0;              // most frequent type, the first seen on ties
   std::vector<uint64_t> composition;  // bit set of the types present
 
-  // From the group's kernel types in list order.
-  static GroupShape Of(const std::vector<uint16_t>& types, bool has_attention, bool has_ffn);
+  // From the group's `count` kernel types in list order.
+  static GroupShape Of(const CategoryCode* types, size_t count, bool has_attention, bool has_ffn);
 };
 std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupShape>& groups1,
                                                        const std::vector<GroupShape>& groups2);
 
-// Sequence-mapping detection (§4.2) on two ts-ordered type sequences; `other` is the category
-// excluded from imbalance targets. Appends to `out` in the reference's block order.
-void FindSequenceMappings(const std::vector<uint16_t>& types1, const std::vector<uint16_t>& types2,
-                          const std::vector<std::string>& category_names, uint16_t other,
-                          std::vector<FusionMapping>* out);
+// Sequence-mapping detection (§4.2) on two ts-ordered type sequences over `category_count`
+// categories; `other` is the category excluded from imbalance targets. Appends to `out` in the
+// reference's block order.
+void FindSequenceMappings(const std::vector<CategoryCode>& types1,
+                          const std::vector<CategoryCode>& types2, size_t category_count,
+                          uint16_t other, std::vector<FusionMapping>* out);
 
 }  // namespace tracefuse
 

@@ -68,6 +68,11 @@ class RuleSet {
   bool platform_dependent_ = false;
 };
 
+// A rule set has at most this many categories, so that a category index fits the byte that the
+// analysis' per-kernel sequences spend on it.
+inline constexpr size_t kMaxCategories = 256;
+using CategoryCode = uint8_t;
+
 // Rule index in RuleSet::rules(), or rules().size() for the fallback.
 using RuleId = uint16_t;
 
