@@ -31,8 +31,8 @@ struct PipelineOptions {
   int threads = 0;  // 0: DefaultThreadCount()
   size_t chunk_bytes = 2u << 20;
   size_t window_bytes = 2u << 20;
-  // Keep one 24-byte record per kernel. Only the fusion analysis needs them; without them memory
-  // is bounded by distinct names and correlation groups, not by kernels.
+  // Keep the per-kernel stream (about 6.4 bytes per kernel). Only the fusion analysis needs it;
+  // without it memory is bounded by distinct names and correlation groups, not by kernels.
   bool keep_kernel_records = true;
   // Called from the reading stage, at most once per block; must be thread-safe.
   std::function<void(const ProgressUpdate&)> progress;
