@@ -313,9 +313,9 @@ void FindSequenceMappings(const std::vector<CategoryCode>& types1,
 
 namespace {
 
-// What the merge needs of one trace, built in two sequential passes over its kernel stream (a
-// third, after matching, sums durations): the categories of the large groups' kernels, a byte per
-// such kernel, and the ts-ordered category sequence of all kernels, a byte per kernel.
+// What the merge needs of one trace, built in sequential passes over its kernel stream (one more,
+// after matching, sums durations): the categories of the large groups' kernels, a byte per such
+// kernel, and the ts-ordered category sequence of all kernels, a byte per kernel.
 struct TraceView {
   static constexpr uint32_t kSmall = UINT32_MAX;  // slot_of_group for groups below the minimum
 
@@ -333,11 +333,10 @@ struct TraceView {
 
   void Build(const TraceProfile& p, uint32_t min_group_size) {
     profile = &p;
-    name_category.resize(p.names.size());
+    name_category = p.NameCategories();
     name_attention.resize(p.names.size());
     name_ffn.resize(p.names.size());
     for (uint32_t n = 0; n < p.names.size(); ++n) {
-      name_category[n] = static_cast<CategoryCode>(p.category_of_name(n));
       std::string l = Lower(p.names[n]);
       auto has = [&](const char* s) { return l.find(s) != std::string::npos; };
       name_attention[n] = has("attention") || has("fmha");
@@ -373,9 +372,11 @@ struct TraceView {
                                       attention[slot] != 0, ffn[slot] != 0));
     }
 
-    // Pass 2, ts order: the whole sequence, and the lists of groups whose kernels are not in ts
-    // order in the trace, rewritten in place (the global order restricted to a group is the
-    // group's stable ts order).
+    sequence = p.TypeSequence();
+
+    // Groups whose kernels are not in ts order in the trace (none in any real trace at hand) are
+    // listed again, in place, from a walk in ts order: the global order restricted to a group is
+    // the group's stable ts order.
     bool regroup = false;
     for (uint32_t slot = 0; slot < large.size(); ++slot) {
       if (!in_ts_order[slot]) {
@@ -383,13 +384,11 @@ struct TraceView {
         fill[slot] = offsets[slot];
       }
     }
-    sequence.reserve(p.kernels.size());
+    if (!regroup) return;
     p.kernels.ForEachInTsOrder([&](const KernelRecord& k) {
-      const CategoryCode type = name_category[k.name];
-      sequence.push_back(type);
-      if (!regroup || k.group == kNoGroup) return;
+      if (k.group == kNoGroup) return;
       const uint32_t slot = slot_of_group[k.group];
-      if (slot != kSmall && !in_ts_order[slot]) types[fill[slot]++] = type;
+      if (slot != kSmall && !in_ts_order[slot]) types[fill[slot]++] = name_category[k.name];
     });
   }
 

@@ -143,10 +143,15 @@ std::vector<CategoryTotals> TraceProfile::PerCategory() const {
   return totals;
 }
 
-std::vector<CategoryCode> TraceProfile::TypeSequence() const {
+std::vector<CategoryCode> TraceProfile::NameCategories() const {
   std::vector<CategoryCode> name_category(names.size());
   for (uint32_t n = 0; n < names.size(); ++n)
     name_category[n] = static_cast<CategoryCode>(category_of_name(n));
+  return name_category;
+}
+
+std::vector<CategoryCode> TraceProfile::TypeSequence() const {
+  const std::vector<CategoryCode> name_category = NameCategories();
   std::vector<CategoryCode> types;
   types.reserve(kernels.size());
   kernels.ForEachInTsOrder([&](const KernelRecord& k) { types.push_back(name_category[k.name]); });

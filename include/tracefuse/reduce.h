@@ -7,7 +7,7 @@
 // of per-kernel records. Derived views (per-category totals, the ts-ordered type sequence, chain
 // statistics) are computed from these on demand.
 //
-// Memory per kernel event: about 5 bytes of KernelStream (see there) when records are kept, plus,
+// Memory per kernel event: about 6.4 bytes of KernelStream (see there) when records are kept, plus,
 // for a kernel that opens a new correlation group, about 30 bytes of group bookkeeping (hash
 // slot, id, size). Names cost their length once per distinct name.
 #ifndef TRACEFUSE_REDUCE_H_
@@ -168,8 +168,9 @@ struct TraceProfile {
   const std::string& category_name(uint16_t c) const { return classifier->category_name(c); }
   size_t category_count() const { return classifier->rule_set().categories().size(); }
 
-  std::vector<CategoryTotals> PerCategory() const;  // indexed by category
-  std::vector<CategoryCode> TypeSequence() const;   // categories in ts order (needs `kernels`)
+  std::vector<CategoryTotals> PerCategory() const;   // indexed by category
+  std::vector<CategoryCode> NameCategories() const;  // indexed by name
+  std::vector<CategoryCode> TypeSequence() const;    // categories in ts order (needs `kernels`)
   size_t GroupsAtLeast(uint32_t size) const;
 };
 
