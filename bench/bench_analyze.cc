@@ -99,8 +99,8 @@ BENCHMARK(BM_AnalyzeFusion)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark:
 std::vector<GroupShape> Shapes(int groups, int spread) {
   std::vector<GroupShape> out;
   for (int g = 0; g < groups; ++g) {
-    std::vector<CategoryCode> types(50 + g % spread, 0);
-    for (size_t i = 0; i < types.size(); i += 3) types[i] = static_cast<CategoryCode>(1 + g % 4);
+    std::vector<CategoryId> types(50 + g % spread, 0);
+    for (size_t i = 0; i < types.size(); i += 3) types[i] = static_cast<CategoryId>(1 + g % 4);
     out.push_back(GroupShape::Of(types.data(), types.size(), true, true));
   }
   return out;

@@ -13,11 +13,6 @@
 namespace tracefuse {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-const std::array<std::string, 2> kCompatLabels = {"Trace 1", "Trace 2"};
-
-double Ratio(double a, double b) { return b == 0 ? kInf : a / b; }
-
 std::string Lower(std::string_view s) {
   std::string l(s);
   for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -40,7 +35,16 @@ uint64_t SignatureKey(int64_t bucket, bool attn, bool ffn, uint16_t dominant) {
 
 }  // namespace
 
-std::vector<uint16_t> FusionMapping::UnfusedSequence() const {
+const PerSide<std::string>& ReferenceLabels() {
+  static const PerSide<std::string> labels{{"Trace 1", "Trace 2"}};
+  return labels;
+}
+
+double Ratio(double a, double b) {
+  return b == 0 ? std::numeric_limits<double>::infinity() : a / b;
+}
+
+std::vector<CategoryId> FusionMapping::UnfusedSequence() const {
   switch (kind) {
     case Kind::kSequence:
       return {fused_type, type};
@@ -51,16 +55,16 @@ std::vector<uint16_t> FusionMapping::UnfusedSequence() const {
   }
 }
 
-std::vector<std::pair<uint16_t, int64_t>> FusionMapping::UnfusedCountPerType() const {
+std::vector<std::pair<CategoryId, int64_t>> FusionMapping::UnfusedCountPerType() const {
   if (kind == Kind::kSequence)
     return {{fused_type, fused_type_unfused_count}, {type, unfused_count}};
   return {{type, unfused_count}};
 }
 
 std::string Evidence(const FusionMapping& m, const std::vector<std::string>& categories,
-                     const std::array<std::string, 2>& labels) {
+                     const PerSide<std::string>& labels) {
   const std::string& fused = labels[m.fused_side];
-  const std::string& unfused = labels[1 - m.fused_side];
+  const std::string& unfused = labels[Opposite(m.fused_side)];
   const std::string& type = categories[m.type];
   const std::string& fused_type = categories[m.fused_type];
   switch (m.kind) {
@@ -91,8 +95,7 @@ std::string Evidence(const FusionMapping& m, const std::vector<std::string>& cat
   return "";
 }
 
-GroupShape GroupShape::Of(const CategoryCode* types, size_t count, bool has_attention,
-                          bool has_ffn) {
+GroupShape GroupShape::Of(const CategoryId* types, size_t count, bool has_attention, bool has_ffn) {
   GroupShape g;
   g.size = static_cast<uint32_t>(count);
   g.has_attention = has_attention;
@@ -208,10 +211,10 @@ std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupSh
 
 // --- §4.2: sequence mappings -------------------------------------------------------------------
 
-void FindSequenceMappings(const std::vector<CategoryCode>& types1,
-                          const std::vector<CategoryCode>& types2, size_t ncat, uint16_t other,
-                          std::vector<FusionMapping>* out) {
-  const std::vector<CategoryCode>* seq[2] = {&types1, &types2};
+void FindSequenceMappings(const std::vector<CategoryId>& types1,
+                          const std::vector<CategoryId>& types2, size_t ncat,
+                          std::optional<CategoryId> other, std::vector<FusionMapping>* out) {
+  const std::vector<CategoryId>* seq[2] = {&types1, &types2};
   std::vector<int64_t> count[2] = {std::vector<int64_t>(ncat, 0), std::vector<int64_t>(ncat, 0)};
   std::vector<size_t> first[2] = {std::vector<size_t>(ncat, SIZE_MAX),
                                   std::vector<size_t>(ncat, SIZE_MAX)};
@@ -237,7 +240,7 @@ void FindSequenceMappings(const std::vector<CategoryCode>& types1,
     // Per unique type: predecessor counts and the order in which predecessors first appeared.
     std::vector<int64_t> pred_count(unique.size() * ncat, 0);
     std::vector<size_t> pred_first(unique.size() * ncat, SIZE_MAX);
-    const std::vector<CategoryCode>& q = *seq[s];
+    const std::vector<CategoryId>& q = *seq[s];
     for (size_t i = 1; i < q.size(); ++i) {
       int sl = slot[q[i]];
       if (sl < 0) continue;
@@ -264,7 +267,7 @@ void FindSequenceMappings(const std::vector<CategoryCode>& types1,
         continue;
       FusionMapping m;
       m.kind = FusionMapping::Kind::kSequence;
-      m.fused_side = static_cast<uint8_t>(o);
+      m.fused_side = static_cast<Side>(o);
       m.fused_type = pred;
       m.fused_count = count[o][pred];
       m.fused_type_unfused_count = count[s][pred];
@@ -296,7 +299,7 @@ void FindSequenceMappings(const std::vector<CategoryCode>& types1,
     if (target < 0) continue;
     FusionMapping m;
     m.kind = FusionMapping::Kind::kImbalance;
-    m.fused_side = static_cast<uint8_t>(f);
+    m.fused_side = static_cast<Side>(f);
     m.fused_type = static_cast<uint16_t>(target);
     m.fused_count = count[f][t];
     m.pattern_count = count[u][t] - count[f][t];
@@ -320,16 +323,16 @@ struct TraceView {
   static constexpr uint32_t kSmall = UINT32_MAX;  // slot_of_group for groups below the minimum
 
   const TraceProfile* profile = nullptr;
-  std::vector<CategoryCode> name_category;
+  std::vector<CategoryId> name_category;
   std::vector<uint8_t> name_attention, name_ffn;
   std::vector<uint32_t> large;          // group indices with size >= min, first-appearance order
   std::vector<uint32_t> slot_of_group;  // index into `large`, or kSmall
   // Large group `slot` holds types[offsets[slot] .. offsets[slot + 1]), its kernels' categories
   // in ts order, stable on trace order.
   std::vector<uint32_t> offsets;
-  std::vector<CategoryCode> types;
-  std::vector<GroupShape> shapes;      // per large group
-  std::vector<CategoryCode> sequence;  // all kernels' types in ts order
+  std::vector<CategoryId> types;
+  std::vector<GroupShape> shapes;    // per large group
+  std::vector<CategoryId> sequence;  // all kernels' types in ts order
 
   void Build(const TraceProfile& p, uint32_t min_group_size) {
     profile = &p;
@@ -418,7 +421,7 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
          trace2.kernels.size() == trace2.kernel_count);
   const std::vector<std::string>& names = trace1.classifier->rule_set().categories();
   const size_t ncat = names.size();
-  const uint16_t other = trace1.classifier->rule_set().category_index("Other");
+  const std::optional<CategoryId> other = trace1.classifier->rule_set().category_index("Other");
   // The two traces' views are independent: build them side by side.
   TraceView views[2];
   tbb::parallel_invoke([&] { views[0].Build(trace1, options.min_group_size); },
@@ -448,7 +451,7 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
   std::vector<uint16_t> diff_order;
   std::vector<uint8_t> diff_seen(ncat, 0);
   std::vector<uint32_t> pair_counts[2] = {std::vector<uint32_t>(ncat), std::vector<uint32_t>(ncat)};
-  std::vector<CategoryCode> group_types[2];
+  std::vector<CategoryId> group_types[2];
   std::vector<uint8_t> matched[2] = {std::vector<uint8_t>(views[0].large.size(), 0),
                                      std::vector<uint8_t>(views[1].large.size(), 0)};
   for (size_t p = 0; p < m_count; ++p) {
@@ -518,7 +521,7 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
     o.trace1_time_ms = static_cast<double>(d.time_ns[0]) / 1e6;
     o.trace2_time_ms = static_cast<double>(d.time_ns[1]) / 1e6;
     o.time_ratio = Ratio(o.trace1_time_ms, o.trace2_time_ms);
-    o.fused_by = diff_ratio > 1.5 ? 1 : 0;
+    o.fused_by = diff_ratio > 1.5 ? Side::kTrace2 : Side::kTrace1;
     o.ratio = diff_ratio > 1.5 ? diff_ratio : reverse_ratio;
     o.groups_affected = static_cast<uint64_t>(d.groups_with_diff);
     o.total_groups = static_cast<uint64_t>(d.groups);
@@ -546,7 +549,7 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
     o.trace1_time_ms = static_cast<double>(totals[0][t].time_ns) / 1e6;
     o.trace2_time_ms = static_cast<double>(totals[1][t].time_ns) / 1e6;
     o.time_ratio = Ratio(o.trace1_time_ms, o.trace2_time_ms);
-    o.fused_by = r12 > 1.5 ? 1 : 0;
+    o.fused_by = r12 > 1.5 ? Side::kTrace2 : Side::kTrace1;
     o.ratio = r12 > 1.5 ? r12 : r21;
     o.total_groups = m_count;
     report.opportunities.push_back(std::move(o));
@@ -602,7 +605,7 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
     const int u = x.unfused_side, f = 1 - u;
     FusionMapping m;
     m.kind = FusionMapping::Kind::kPartial;
-    m.fused_side = static_cast<uint8_t>(f);
+    m.fused_side = static_cast<Side>(f);
     m.fused_type = x.target_order[0];
     m.fused_count = diffs[x.type].count[f];
     m.pattern_count = diffs[x.type].count[u] - diffs[x.type].count[f];
@@ -617,7 +620,7 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
   }
 
   // Step 10: chains of one type (run lengths in the ts-ordered sequence).
-  const std::vector<CategoryCode>* sequence[2] = {&views[0].sequence, &views[1].sequence};
+  const std::vector<CategoryId>* sequence[2] = {&views[0].sequence, &views[1].sequence};
   const std::vector<ChainStats> chains[2] = {ChainsOf(*sequence[0], ncat),
                                              ChainsOf(*sequence[1], ncat)};
   std::vector<uint8_t> chain_handled(ncat, 0);
@@ -639,7 +642,7 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
     const int f = 1 - u;
     FusionMapping m;
     m.kind = FusionMapping::Kind::kChain;
-    m.fused_side = static_cast<uint8_t>(f);
+    m.fused_side = static_cast<Side>(f);
     m.fused_type = t;
     m.fused_count = total[f];
     m.unfused_count = total[u];
@@ -663,17 +666,17 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
   FindSequenceMappings(*sequence[0], *sequence[1], ncat, other, &global);
   absl::flat_hash_map<std::string, bool> already_said;
   for (const FusionMapping& m : global)
-    already_said.emplace(Evidence(m, names, kCompatLabels), false);
+    already_said.emplace(Evidence(m, names, ReferenceLabels()), false);
   if (!already_said.empty()) {
     for (const FusionMapping& m : report.mappings) {
-      auto it = already_said.find(Evidence(m, names, kCompatLabels));
+      auto it = already_said.find(Evidence(m, names, ReferenceLabels()));
       if (it != already_said.end()) it->second = true;
     }
   }
   for (FusionMapping& m : global) {
     // The reference skips a mapping whose unfused_sequence starts with a chained type.
     const uint16_t first_type = m.kind == FusionMapping::Kind::kSequence ? m.fused_type : m.type;
-    if (chain_handled[first_type] || already_said[Evidence(m, names, kCompatLabels)]) continue;
+    if (chain_handled[first_type] || already_said[Evidence(m, names, ReferenceLabels())]) continue;
     report.mappings.push_back(std::move(m));
   }
   return report;

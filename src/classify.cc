@@ -2,6 +2,7 @@
 
 #include <hs/hs.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -14,17 +15,6 @@
 #include "yaml-cpp/yaml.h"
 
 namespace tracefuse {
-
-std::string_view PlatformName(Platform p) {
-  switch (p) {
-    case Platform::kAmd:
-      return "AMD";
-    case Platform::kNvidia:
-      return "NVIDIA";
-    default:
-      return "unknown";
-  }
-}
 
 std::string_view Utf8Prefix(std::string_view s, size_t n) {
   size_t i = 0, points = 0;
@@ -57,7 +47,6 @@ class RuleFileError {
   std::string source_;
 };
 
-constexpr std::string_view kLeafKeys[] = {"contains", "prefix", "regex"};
 constexpr std::string_view kPredicateKeys[] = {"contains", "prefix", "regex",   "all",
                                                "any",      "not",    "platform"};
 
@@ -193,10 +182,10 @@ std::vector<std::string> RuleSet::BuiltinNames() {
   return names;
 }
 
-uint16_t RuleSet::category_index(std::string_view category) const {
-  for (size_t i = 0; i < categories_.size(); ++i)
-    if (categories_[i] == category) return static_cast<uint16_t>(i);
-  return UINT16_MAX;
+std::optional<CategoryId> RuleSet::category_index(std::string_view category) const {
+  auto it = std::find(categories_.begin(), categories_.end(), category);
+  if (it == categories_.end()) return std::nullopt;
+  return static_cast<CategoryId>(it - categories_.begin());
 }
 
 absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::Load(const std::string& name_or_path) {
@@ -244,8 +233,12 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_vie
       base = *b;
     }
 
+    // Counted before the kMaxCategories check: no index taken yet.
+    auto has_category = [](const RuleSet& s, const std::string& c) {
+      return std::find(s.categories_.begin(), s.categories_.end(), c) != s.categories_.end();
+    };
     auto add_category = [&](const std::string& c) {
-      if (set->category_index(c) == UINT16_MAX) set->categories_.push_back(c);
+      if (!has_category(*set, c)) set->categories_.push_back(c);
     };
     if (base) set->categories_ = base->categories_;
     if (root["categories"]) {
@@ -255,7 +248,7 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_vie
         if (!seen.insert(name).second) {
           return err.At(c, StrCat("duplicate category '", name, "'"));
         }
-        if (base && base->category_index(name) != UINT16_MAX) {
+        if (base && has_category(*base, name)) {
           return err.At(c,
                         StrCat("category '", name, "' is already defined by '", base->name(), "'"));
         }
@@ -453,9 +446,9 @@ absl::StatusOr<std::shared_ptr<const Classifier>> Classifier::Create(
   };
   for (const Rule& r : set.rules()) {
     im.rule_roots.push_back(flatten(r.when));
-    c->rule_category_.push_back(set.category_index(r.category));
+    c->rule_category_.push_back(*set.category_index(r.category));
   }
-  c->rule_category_.push_back(set.category_index(set.fallback().category));
+  c->rule_category_.push_back(*set.category_index(set.fallback().category));
 
   im.words = (expressions.size() + 63) / 64;
   if (!expressions.empty()) {

@@ -63,7 +63,7 @@ Json StatsJson(const TraceProfile& p, double elapsed) {
   std::vector<CategoryTotals> totals = p.PerCategory();
   for (size_t c = 0; c < totals.size(); ++c) {
     if (totals[c].kernels == 0) continue;
-    per.push_back(Json{{"category", p.category_name(static_cast<uint16_t>(c))},
+    per.push_back(Json{{"category", p.category_name(static_cast<CategoryId>(c))},
                        {"kernels", totals[c].kernels},
                        {"time_us", Micros(totals[c].time_ns)}});
   }
@@ -163,8 +163,6 @@ absl::Status WriteOutput(const std::string& path, std::string_view content) {
 
 namespace tracefuse {
 namespace {
-
-const std::array<std::string, 2> kCompatLabels = {"Trace 1", "Trace 2"};
 
 double Millis(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
@@ -396,7 +394,7 @@ absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, Out
     w.Field("trace2_time_ms", o.trace2_time_ms);
     w.Field("time_ratio", o.time_ratio);
     w.Field("ratio", o.ratio);
-    w.Field("fused_by", kCompatLabels[o.fused_by]);
+    w.Field("fused_by", ReferenceLabels()[o.fused_by]);
     w.Field("groups_affected", o.groups_affected);
     w.Field("total_groups", o.total_groups);
     w.EndObject();
@@ -407,13 +405,13 @@ absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, Out
   w.BeginArray();
   for (const FusionMapping& m : r.mappings) {
     w.BeginObject();
-    w.Field("fused_platform", kCompatLabels[m.fused_side]);
+    w.Field("fused_platform", ReferenceLabels()[m.fused_side]);
     w.Field("fused_kernel_type", r.categories[m.fused_type]);
     w.Field("fused_count", m.fused_count);
-    w.Field("unfused_platform", kCompatLabels[1 - m.fused_side]);
+    w.Field("unfused_platform", ReferenceLabels()[Opposite(m.fused_side)]);
     w.Key("unfused_sequence");
     w.BeginArray();
-    for (uint16_t t : m.UnfusedSequence()) w.Value(r.categories[t]);
+    for (CategoryId t : m.UnfusedSequence()) w.Value(r.categories[t]);
     w.EndArray();
     w.Key("unfused_count_per_type");
     w.BeginObject();
@@ -421,7 +419,7 @@ absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, Out
     w.EndObject();
     w.Field("pattern_count", m.pattern_count);
     w.Field("pattern_confidence", m.pattern_confidence);
-    w.Field("evidence", Evidence(m, r.categories, kCompatLabels));
+    w.Field("evidence", Evidence(m, r.categories, ReferenceLabels()));
     if (m.correlation_groups) {
       w.Field("correlation_group_trace1", m.correlation_groups->first);
       w.Field("correlation_group_trace2", m.correlation_groups->second);
@@ -457,7 +455,7 @@ absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, Out
     std::vector<CategoryTotals> totals = p.PerCategory();
     for (size_t t = 0; t < totals.size(); ++t) {
       if (totals[t].kernels > 0)
-        w.Field(p.category_name(uint16_t(t)), Millis(totals[t].time_ns) * 1000);
+        w.Field(p.category_name(CategoryId(t)), Millis(totals[t].time_ns) * 1000);
     }
     w.EndObject();
     w.EndObject();
@@ -475,7 +473,7 @@ absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, Out
 }
 
 std::string FusionText(const FusionReport& r, const CompareContext& c, bool markdown) {
-  const std::array<std::string, 2>& L = c.labels;
+  const PerSide<std::string>& L = c.labels;
   const TraceProfile& a = *c.traces[0];
   const TraceProfile& b = *c.traces[1];
   std::string out;
@@ -528,7 +526,7 @@ std::string FusionText(const FusionReport& r, const CompareContext& c, bool mark
   size_t w[6];
   for (int i = 0; i < 6; ++i) w[i] = std::max<size_t>(h[i].size(), 10);
   size_t type_width = 4;
-  for (size_t t : order) type_width = std::max(type_width, a.category_name(uint16_t(t)).size());
+  for (size_t t : order) type_width = std::max(type_width, a.category_name(CategoryId(t)).size());
   if (markdown) {
     add(fmt::format("| type | {} | {} | {} | {} | {} | {} |", h[0], h[1], h[2], h[3], h[4], h[5]));
     add("|---|---:|---:|---:|---:|---:|---:|");
@@ -537,7 +535,7 @@ std::string FusionText(const FusionReport& r, const CompareContext& c, bool mark
                     h[0], w[0], h[1], w[1], h[2], w[2], h[3], w[3], h[4], w[4], h[5], w[5]));
   }
   for (size_t t : order) {
-    const std::string& name = a.category_name(uint16_t(t));
+    const std::string& name = a.category_name(CategoryId(t));
     double count_ratio = tb[t].kernels ? double(ta[t].kernels) / double(tb[t].kernels)
                                        : std::numeric_limits<double>::infinity();
     double time_ratio = tb[t].time_ns ? double(ta[t].time_ns) / double(tb[t].time_ns)
@@ -622,7 +620,7 @@ std::string FusionCsv(const FusionReport& r, const CompareContext& c) {
       "opportunity,fused_by,opportunity_ratio,groups_affected,total_groups\n";
   for (size_t t = 0; t < ta.size(); ++t) {
     if (ta[t].kernels + tb[t].kernels == 0) continue;
-    const std::string& name = a.category_name(uint16_t(t));
+    const std::string& name = a.category_name(CategoryId(t));
     auto o = std::find_if(r.opportunities.begin(), r.opportunities.end(),
                           [&](const FusionOpportunity& x) { return x.kernel_type == name; });
     double count_ratio = tb[t].kernels ? double(ta[t].kernels) / double(tb[t].kernels)
@@ -651,7 +649,7 @@ struct KernelShare {
 };
 
 struct CategoryBreakdown {
-  uint16_t category;
+  CategoryId category;
   uint64_t count = 0;
   int64_t time_ns = 0;
   std::vector<KernelShare> top;  // by time, descending
@@ -661,7 +659,7 @@ struct CategoryBreakdown {
 // are left out.
 std::vector<CategoryBreakdown> Breakdown(const TraceProfile& p, size_t top) {
   std::vector<CategoryBreakdown> cats(p.category_count());
-  for (size_t c = 0; c < cats.size(); ++c) cats[c].category = uint16_t(c);
+  for (size_t c = 0; c < cats.size(); ++c) cats[c].category = CategoryId(c);
   for (uint32_t n = 0; n < p.names.size(); ++n) {
     CategoryBreakdown& c = cats[p.category_of_name(n)];
     c.count += p.name_kernels[n];
@@ -683,8 +681,8 @@ std::vector<CategoryBreakdown> Breakdown(const TraceProfile& p, size_t top) {
   return out;
 }
 
-uint16_t UnclassifiedCategory(const TraceProfile& p) {
-  return p.classifier->rule_set().category_index(p.classifier->rule_set().fallback().category);
+CategoryId UnclassifiedCategory(const TraceProfile& p) {
+  return *p.classifier->rule_set().category_index(p.classifier->rule_set().fallback().category);
 }
 
 double Share(int64_t part, int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
@@ -733,7 +731,7 @@ std::string BreakdownJson(const TraceProfile& p, size_t top) {
   w.EndArray();
   w.Key("unclassified");
   w.BeginArray();
-  const uint16_t other = UnclassifiedCategory(p);
+  const CategoryId other = UnclassifiedCategory(p);
   for (const CategoryBreakdown& c : cats)
     if (c.category == other)
       for (const KernelShare& k : c.top) kernel(k);
@@ -760,7 +758,7 @@ std::string BreakdownText(const TraceProfile& p, size_t top) {
                    p.category_name(c.category), width, Thousands(c.count), Millis(c.time_ns),
                    100 * Share(c.time_ns, total), Millis(c.time_ns) * 1000 / double(c.count));
   }
-  const uint16_t other = UnclassifiedCategory(p);
+  const CategoryId other = UnclassifiedCategory(p);
   for (const CategoryBreakdown& c : cats) {
     out += fmt::format("\n{}{}:\n", p.category_name(c.category),
                        c.category == other ? " (unclassified: candidates for a rule file)" : "");

@@ -17,13 +17,13 @@ using testing::Repeat;
 using testing::Sequence;
 
 const std::vector<std::string> kNames = {"A", "B", "C", "D", "E", "Other"};
-constexpr uint16_t kOther = 5;
-const std::array<std::string, 2> kLabels = {"Trace 1", "Trace 2"};
+constexpr CategoryId kOther = 5;
+const PerSide<std::string> kLabels{{"Trace 1", "Trace 2"}};
 
 // 'a' -> 0 ... 'e' -> 4, 'o' -> Other.
-std::vector<CategoryCode> Types(const std::string& letters) {
-  std::vector<CategoryCode> t;
-  for (char c : letters) t.push_back(c == 'o' ? kOther : static_cast<CategoryCode>(c - 'a'));
+std::vector<CategoryId> Types(const std::string& letters) {
+  std::vector<CategoryId> t;
+  for (char c : letters) t.push_back(c == 'o' ? kOther : static_cast<CategoryId>(c - 'a'));
   return t;
 }
 
@@ -40,12 +40,12 @@ TEST(SequenceMapping, PredecessorShareMustExceedPointEight) {
   std::vector<FusionMapping> m = Sequences("acacacacacbc", "aab");
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].kind, FusionMapping::Kind::kSequence);
-  EXPECT_EQ(m[0].fused_side, 1);
+  EXPECT_EQ(m[0].fused_side, Side::kTrace2);
   EXPECT_EQ(m[0].fused_type, 0);  // A
   EXPECT_EQ(m[0].fused_count, 2);
-  EXPECT_EQ(m[0].UnfusedSequence(), (std::vector<uint16_t>{0, 2}));  // A, C
+  EXPECT_EQ(m[0].UnfusedSequence(), (std::vector<CategoryId>{0, 2}));  // A, C
   EXPECT_EQ(m[0].UnfusedCountPerType(),
-            (std::vector<std::pair<uint16_t, int64_t>>{{0, 5}, {2, 6}}));
+            (std::vector<std::pair<CategoryId, int64_t>>{{0, 5}, {2, 6}}));
   EXPECT_EQ(m[0].pattern_count, 6);
   EXPECT_DOUBLE_EQ(m[0].pattern_confidence, 5.0 / 6.0);
   EXPECT_EQ(Evidence(m[0], kNames, kLabels), "Trace 1 runs A+C separately, Trace 2 fuses into A");
@@ -60,7 +60,7 @@ TEST(SequenceMapping, NeedsFiveOccurrencesAndAPredecessorOnTheOtherSide) {
   // Mirror image: a type only in trace 2.
   std::vector<FusionMapping> m = Sequences("b", "bdbdbdbdbd");
   ASSERT_EQ(m.size(), 1u);
-  EXPECT_EQ(m[0].fused_side, 0);
+  EXPECT_EQ(m[0].fused_side, Side::kTrace1);
   EXPECT_EQ(Evidence(m[0], kNames, kLabels), "Trace 2 runs B+D separately, Trace 1 fuses into B");
 }
 
@@ -77,10 +77,10 @@ TEST(ImbalanceMapping, RatioOfExactlyOnePointThreeQualifies) {
   std::vector<FusionMapping> m = Sequences(t1, t2);
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].kind, FusionMapping::Kind::kImbalance);
-  EXPECT_EQ(m[0].fused_side, 1);
+  EXPECT_EQ(m[0].fused_side, Side::kTrace2);
   EXPECT_EQ(m[0].fused_type, 1);     // B: Other is never a target
   EXPECT_EQ(m[0].fused_count, 100);  // the fused side's count of A, not of B
-  EXPECT_EQ(m[0].UnfusedCountPerType(), (std::vector<std::pair<uint16_t, int64_t>>{{0, 130}}));
+  EXPECT_EQ(m[0].UnfusedCountPerType(), (std::vector<std::pair<CategoryId, int64_t>>{{0, 130}}));
   EXPECT_EQ(m[0].pattern_count, 30);
   EXPECT_DOUBLE_EQ(m[0].pattern_confidence, 30.0 / 130.0);
   EXPECT_EQ(Evidence(m[0], kNames, kLabels),
@@ -103,7 +103,7 @@ TEST(ImbalanceMapping, TargetTiesGoToTheFirstSeenAndNoTargetMeansNoMapping) {
 // --- group matching ---
 
 GroupShape Shape(uint32_t size, const std::string& letters = "") {
-  std::vector<CategoryCode> t = Types(letters.empty() ? std::string(size, 'a') : letters);
+  std::vector<CategoryId> t = Types(letters.empty() ? std::string(size, 'a') : letters);
   t.resize(size, t.back());
   return GroupShape::Of(t.data(), t.size(), true, true);
 }
@@ -170,7 +170,7 @@ TEST(GlobalOpportunity, TotalMustExceedOneHundred) {
   FusionReport over = Analyze(Sequence(Repeat("b", 68)), Sequence(Repeat("b", 33)));
   ASSERT_EQ(over.opportunities.size(), 1u);
   const FusionOpportunity& o = over.opportunities[0];
-  EXPECT_EQ(o.fused_by, 1);
+  EXPECT_EQ(o.fused_by, Side::kTrace2);
   EXPECT_DOUBLE_EQ(o.ratio, 68.0 / 33.0);
   EXPECT_TRUE(o.avg_is_integer_zero);  // no matched groups
   EXPECT_EQ(o.total_groups, 0u);
@@ -195,7 +195,7 @@ TEST(GroupOpportunity, RatioTwoNeedsMoreThanTwentyKernels) {
   auto c = std::find_if(r.opportunities.begin(), r.opportunities.end(),
                         [](const FusionOpportunity& o) { return o.kernel_type == "C"; });
   ASSERT_NE(c, r.opportunities.end());
-  EXPECT_EQ(c->fused_by, 1);
+  EXPECT_EQ(c->fused_by, Side::kTrace2);
   EXPECT_DOUBLE_EQ(c->ratio, 3.0);
   EXPECT_EQ(c->groups_affected, 6u);
   EXPECT_EQ(c->total_groups, 6u);
@@ -212,9 +212,9 @@ TEST(ChainMapping, RatioAboveTwoAndDifferenceAboveOneHundred) {
   FusionReport r = Analyze(Sequence(chains(3, 40)), Sequence(chains(1, 19)));
   auto m = OfKind(r, FusionMapping::Kind::kChain);
   ASSERT_EQ(m.size(), 1u);
-  EXPECT_EQ(m[0]->fused_side, 1);
+  EXPECT_EQ(m[0]->fused_side, Side::kTrace2);
   EXPECT_EQ(m[0]->pattern_count, 101);
-  EXPECT_EQ(m[0]->UnfusedSequence(), (std::vector<uint16_t>{0, 0}));
+  EXPECT_EQ(m[0]->UnfusedSequence(), (std::vector<CategoryId>{0, 0}));
   EXPECT_DOUBLE_EQ(m[0]->pattern_confidence, 19.0 / 40.0);
   EXPECT_EQ(Evidence(*m[0], kNames, kLabels),
             "Trace 1 runs A in chains of 3 calls (40 chains, 120 total), Trace 2 fuses to 1 calls "
@@ -247,7 +247,7 @@ TEST(PartialMapping, NeedsFiveAnalysedGroups) {
   FusionReport five = build(5);
   auto m = OfKind(five, FusionMapping::Kind::kPartial);
   ASSERT_EQ(m.size(), 1u);
-  EXPECT_EQ(m[0]->fused_side, 0);
+  EXPECT_EQ(m[0]->fused_side, Side::kTrace1);
   EXPECT_EQ(m[0]->fused_type, 0);  // A
   EXPECT_EQ(m[0]->groups_analyzed, 5);
   EXPECT_DOUBLE_EQ(m[0]->pattern_confidence, 5.0 / 6.0);
@@ -260,7 +260,7 @@ TEST(PartialMapping, NeedsFiveAnalysedGroups) {
 // Everything a report says, as text, to compare two reports.
 std::vector<std::string> Said(const FusionReport& r) {
   std::vector<std::string> out;
-  const std::array<std::string, 2> labels = {"1", "2"};
+  const PerSide<std::string> labels{{"1", "2"}};
   for (const FusionOpportunity& o : r.opportunities) {
     out.push_back(fmt::format("{} {} {} {} {}", o.kernel_type, o.trace1_total, o.trace2_total,
                               o.trace1_time_ms, o.trace2_time_ms));

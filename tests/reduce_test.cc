@@ -40,7 +40,7 @@ TEST(Reducer, TypeSequenceIsStableOnTimestampTies) {
   // ts order: b(1) a(2) c(2, after a in trace order) a(2) b(3)
   r.Consume(ChunkOf({{"a", 2, -1}, {"b", 3, -1}, {"c", 2, -1}, {"b", 1, -1}, {"a", 2, -1}}, *c));
   TraceProfile p = r.Finish(TraceMetadata(), Platform::kUnknown);
-  EXPECT_EQ(p.TypeSequence(), (std::vector<CategoryCode>{1, 0, 2, 0, 1}));
+  EXPECT_EQ(p.TypeSequence(), (std::vector<CategoryId>{1, 0, 2, 0, 1}));
 }
 
 // Records as the reducer makes them: groups numbered in first-appearance order. Timestamps drift

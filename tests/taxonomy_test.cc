@@ -39,7 +39,7 @@ TEST(Taxonomy, OtherHoldsUnderTwoPercentOfKernelTimeOnEveryTrace) {
     std::vector<CategoryTotals> totals = p.PerCategory();
     int64_t all = 0;
     for (const CategoryTotals& t : totals) all += t.time_ns;
-    const uint16_t other = p.classifier->rule_set().category_index("Other");
+    const CategoryId other = *p.classifier->rule_set().category_index("Other");
     ASSERT_GT(all, 0) << p.path;
     EXPECT_LT(double(totals[other].time_ns) / double(all), 0.02) << p.path;
   }

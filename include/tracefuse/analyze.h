@@ -25,8 +25,33 @@
 
 namespace tracefuse {
 
+// Side names one of the two compared traces, in argument order.
+enum class Side : uint8_t { kTrace1, kTrace2 };
+inline constexpr Side kSides[] = {Side::kTrace1, Side::kTrace2};
+inline constexpr Side Opposite(Side s) {
+  return s == Side::kTrace1 ? Side::kTrace2 : Side::kTrace1;
+}
+
+// PerSide is a pair of values, one per trace, indexed by Side (or by 0 and 1).
+template <typename T>
+struct PerSide : std::array<T, 2> {
+  using std::array<T, 2>::operator[];
+  T& operator[](Side s) { return (*this)[static_cast<size_t>(s)]; }
+  const T& operator[](Side s) const { return (*this)[static_cast<size_t>(s)]; }
+};
+
+// ReferenceLabels() are the reference's names of the two sides, "Trace 1" and "Trace 2", in
+// its platform fields and evidence sentences.
+const PerSide<std::string>& ReferenceLabels();
+
+// Ratio() is a / b, +inf when b is 0, as the reference's float('inf').
+double Ratio(double a, double b);
+
+// kDefaultMinGroupSize is the reference's default smallest matched correlation group.
+inline constexpr uint32_t kDefaultMinGroupSize = 50;
+
 struct FusionOptions {
-  uint32_t min_group_size = 50;  // correlation groups smaller than this are not matched
+  uint32_t min_group_size = kDefaultMinGroupSize;  // smaller correlation groups are not matched
 };
 
 struct GlobalCount {
@@ -47,7 +72,7 @@ struct FusionOpportunity {
   double trace2_time_ms = 0;
   double time_ratio = 0;  // may be +inf
   double ratio = 0;       // may be +inf
-  int fused_by = 0;       // 0: trace 1, 1: trace 2
+  Side fused_by = Side::kTrace1;
   uint64_t groups_affected = 0;
   uint64_t total_groups = 0;
   bool from_groups = false;  // found in matched groups (else in the whole traces)
@@ -65,9 +90,9 @@ struct FusionMapping {
     kChain,      // the same type in longer consecutive runs on one side
   };
   Kind kind = Kind::kSequence;
-  uint8_t fused_side = 0;   // 0: trace 1, 1: trace 2; the unfused side is the other one
-  uint16_t fused_type = 0;  // the reference's fused_kernel_type; kSequence: the predecessor A
-  uint16_t type = 0;        // the imbalanced / chained type; kSequence: B
+  Side fused_side = Side::kTrace1;  // the unfused side is the other one
+  CategoryId fused_type = 0;  // the reference's fused_kernel_type; kSequence: the predecessor A
+  CategoryId type = 0;        // the imbalanced / chained type; kSequence: B
   int64_t fused_count = 0;
   int64_t unfused_count = 0;             // of `type`, on the unfused side
   int64_t fused_type_unfused_count = 0;  // kSequence: of `fused_type`, on the unfused side
@@ -78,22 +103,22 @@ struct FusionMapping {
   // What the evidence sentence needs besides the fields above.
   double ratio = 0;             // imbalance and partial: max/min counts; chain: avg ratio
   int64_t groups_analyzed = 0;  // partial
-  std::vector<std::pair<uint16_t, int64_t>> targets;  // partial, up to 3
-  double unfused_avg = 0, fused_avg = 0;              // chain
-  int64_t unfused_chains = 0, fused_chains = 0;       // chain
+  std::vector<std::pair<CategoryId, int64_t>> targets;  // partial, up to 3
+  double unfused_avg = 0, fused_avg = 0;                // chain
+  int64_t unfused_chains = 0, fused_chains = 0;         // chain
 
   // The reference's unfused_sequence: A, B for kSequence; the type twice for kChain; else once.
-  std::vector<uint16_t> UnfusedSequence() const;
+  std::vector<CategoryId> UnfusedSequence() const;
   // The reference's unfused_count_per_type: each type of UnfusedSequence() once, with its count
   // on the unfused side.
-  std::vector<std::pair<uint16_t, int64_t>> UnfusedCountPerType() const;
+  std::vector<std::pair<CategoryId, int64_t>> UnfusedCountPerType() const;
 };
 
 // The reference's evidence sentence, with `categories` naming types and `labels` naming trace 1
 // and trace 2 ("Trace 1" and "Trace 2" in the compatible JSON, the real platform names in text
 // reports).
 std::string Evidence(const FusionMapping& m, const std::vector<std::string>& categories,
-                     const std::array<std::string, 2>& labels);
+                     const PerSide<std::string>& labels);
 
 struct FusionReport {
   std::vector<std::string> categories;  // the rule set's, naming FusionMapping types
@@ -119,11 +144,11 @@ struct GroupShape {
   uint32_t size = 0;
   bool has_attention = false;         // a kernel name contains "attention" or "fmha"
   bool has_ffn = false;               // a kernel name contains "cijk", "nvjet" or "gemm"
-  uint16_t dominant = 0;              // most frequent type, the first seen on ties
+  CategoryId dominant = 0;            // most frequent type, the first seen on ties
   std::vector<uint64_t> composition;  // bit set of the types present
 
   // From the group's `count` kernel types in list order.
-  static GroupShape Of(const CategoryCode* types, size_t count, bool has_attention, bool has_ffn);
+  static GroupShape Of(const CategoryId* types, size_t count, bool has_attention, bool has_ffn);
 };
 std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupShape>& groups1,
                                                        const std::vector<GroupShape>& groups2);
@@ -131,9 +156,9 @@ std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupSh
 // Sequence-mapping detection (§4.2) on two ts-ordered type sequences over `category_count`
 // categories; `other` is the category excluded from imbalance targets. Appends to `out` in the
 // reference's block order.
-void FindSequenceMappings(const std::vector<CategoryCode>& types1,
-                          const std::vector<CategoryCode>& types2, size_t category_count,
-                          uint16_t other, std::vector<FusionMapping>* out);
+void FindSequenceMappings(const std::vector<CategoryId>& types1,
+                          const std::vector<CategoryId>& types2, size_t category_count,
+                          std::optional<CategoryId> other, std::vector<FusionMapping>* out);
 
 }  // namespace tracefuse
 

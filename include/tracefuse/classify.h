@@ -12,16 +12,21 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tracefuse/platform.h"
 
 namespace tracefuse {
 
-enum class Platform : uint8_t { kUnknown, kAmd, kNvidia };
-std::string_view PlatformName(Platform p);  // "unknown", "AMD", "NVIDIA"
+// CategoryId is a category's index in its rule set's categories(). A rule set has at most
+// kMaxCategories categories, so that a category fits the byte that the analysis' per-kernel
+// sequences spend on it.
+using CategoryId = uint8_t;
+inline constexpr size_t kMaxCategories = 256;
 
 struct Predicate {
   enum class Kind : uint8_t { kContains, kPrefix, kRegex, kAll, kAny, kNot, kPlatform };
@@ -56,7 +61,8 @@ class RuleSet {
   const Rule& fallback() const { return fallback_; }
   // Every category, in declaration order (rules' categories added as first used).
   const std::vector<std::string>& categories() const { return categories_; }
-  uint16_t category_index(std::string_view category) const;
+  // category_index() is the index of `category` in categories(), nullopt when there is none.
+  std::optional<CategoryId> category_index(std::string_view category) const;
   bool platform_dependent() const { return platform_dependent_; }
 
  private:
@@ -67,11 +73,6 @@ class RuleSet {
   std::vector<std::string> categories_;
   bool platform_dependent_ = false;
 };
-
-// A rule set has at most this many categories, so that a category index fits the byte that the
-// analysis' per-kernel sequences spend on it.
-inline constexpr size_t kMaxCategories = 256;
-using CategoryCode = uint8_t;
 
 // Rule index in RuleSet::rules(), or rules().size() for the fallback.
 using RuleId = uint16_t;
@@ -86,8 +87,8 @@ class Classifier {
   RuleId Classify(std::string_view name, Platform platform) const;
 
   const RuleSet& rule_set() const { return *rules_; }
-  uint16_t category_of(RuleId id) const { return rule_category_[id]; }
-  const std::string& category_name(uint16_t category) const {
+  CategoryId category_of(RuleId id) const { return rule_category_[id]; }
+  const std::string& category_name(CategoryId category) const {
     return rules_->categories()[category];
   }
   // The rule's pattern label for `name` ("" when the rule has none).
@@ -97,7 +98,7 @@ class Classifier {
   struct Impl;
   explicit Classifier(std::shared_ptr<const RuleSet> rules);
   std::shared_ptr<const RuleSet> rules_;
-  std::vector<uint16_t> rule_category_;
+  std::vector<CategoryId> rule_category_;
   std::unique_ptr<Impl> impl_;
 };
 

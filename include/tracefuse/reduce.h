@@ -131,7 +131,7 @@ struct ChainStats {
 };
 
 // Chain statistics of a type sequence (categories in ts order), indexed by category.
-std::vector<ChainStats> ChainsOf(const std::vector<CategoryCode>& types, size_t category_count);
+std::vector<ChainStats> ChainsOf(const std::vector<CategoryId>& types, size_t category_count);
 
 struct TraceProfile {
   std::string path;
@@ -162,15 +162,15 @@ struct TraceProfile {
   std::vector<int64_t> group_correlation;
   std::vector<uint32_t> group_size;
 
-  uint16_t category_of_name(uint32_t name) const {
+  CategoryId category_of_name(uint32_t name) const {
     return classifier->category_of(name_rule[name]);
   }
-  const std::string& category_name(uint16_t c) const { return classifier->category_name(c); }
+  const std::string& category_name(CategoryId c) const { return classifier->category_name(c); }
   size_t category_count() const { return classifier->rule_set().categories().size(); }
 
-  std::vector<CategoryTotals> PerCategory() const;   // indexed by category
-  std::vector<CategoryCode> NameCategories() const;  // indexed by name
-  std::vector<CategoryCode> TypeSequence() const;    // categories in ts order (needs `kernels`)
+  std::vector<CategoryTotals> PerCategory() const;  // indexed by category
+  std::vector<CategoryId> NameCategories() const;   // indexed by name
+  std::vector<CategoryId> TypeSequence() const;     // categories in ts order (needs `kernels`)
   size_t GroupsAtLeast(uint32_t size) const;
 };
 
@@ -193,12 +193,6 @@ class TraceReducer {
   absl::flat_hash_map<int64_t, uint32_t> group_ids_;
   std::vector<uint32_t> local_to_global_;
 };
-
-// Decides the platform from the top-level metadata, then event evidence, then kernel-name
-// families, in that order (see README, "Platform detection"). `evidence_out` says which test
-// decided.
-Platform DetectPlatform(const TraceMetadata& metadata, const EventEvidence& events,
-                        const std::vector<std::string>& kernel_names, std::string* evidence_out);
 
 // --- KernelStream: decoding, inline for the analysis' passes -------------------------------------
 

@@ -33,8 +33,8 @@ std::string RulesText(const RuleSet& rules);
 // What a fusion report shows besides the analysis itself.
 struct CompareContext {
   std::array<const TraceProfile*, 2> traces{};
-  std::array<std::string, 2> labels;  // names for the two sides in text, markdown and CSV
-  uint32_t min_group_size = 50;
+  PerSide<std::string> labels;  // names for the two sides in text, markdown and CSV
+  uint32_t min_group_size = kDefaultMinGroupSize;
   double read_seconds = 0;     // both traces streamed and reduced (concurrently)
   double analyze_seconds = 0;  // the merge stage
 };

@@ -27,11 +27,6 @@ std::string StrCat(const Args&... args) {
   return out;
 }
 
-template <typename... Args>
-void StrAppend(std::string* out, const Args&... args) {
-  (fmt::format_to(std::back_inserter(*out), "{}", args), ...);
-}
-
 // 1234567 -> "1,234,567" (Python's "{:,}").
 template <typename Int>
 std::string Thousands(Int v) {

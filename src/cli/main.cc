@@ -157,7 +157,7 @@ struct CompareArgs {
   std::string ruleset = "tracefuse";
   std::string progress = "auto";
   std::string label1, label2;
-  uint32_t min_group_size = 50;
+  uint32_t min_group_size = kDefaultMinGroupSize;
   int threads = 0;
 };
 
@@ -191,12 +191,12 @@ class ProgressLine {
   bool printed_ = false;
 };
 
-std::array<std::string, 2> DefaultLabels(const TraceProfile& a, const TraceProfile& b) {
+PerSide<std::string> DefaultLabels(const TraceProfile& a, const TraceProfile& b) {
   if (a.platform != b.platform && a.platform != Platform::kUnknown &&
       b.platform != Platform::kUnknown) {
-    return {std::string(PlatformName(a.platform)), std::string(PlatformName(b.platform))};
+    return {{std::string(PlatformName(a.platform)), std::string(PlatformName(b.platform))}};
   }
-  return {"Trace 1", "Trace 2"};
+  return ReferenceLabels();
 }
 
 int RunCompare(const CompareArgs& a) {

@@ -1,0 +1,32 @@
+// Platform: which GPU vendor's stack wrote a trace, and how tracefuse decides it.
+//
+// Part of the parse stage's library: detection reads the top-level metadata and the event
+// evidence that the parser collects, and every later stage (rule sets with `platform:`
+// predicates, the reducer, the reports) only consumes the result.
+#ifndef TRACEFUSE_PLATFORM_H_
+#define TRACEFUSE_PLATFORM_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tracefuse/parse.h"
+
+namespace tracefuse {
+
+enum class Platform : uint8_t { kUnknown, kAmd, kNvidia };
+
+// PlatformName() is "unknown", "AMD" or "NVIDIA".
+std::string_view PlatformName(Platform p);
+
+// DetectPlatform() decides the platform from the top-level metadata, then event evidence, then
+// kernel-name families, in that order (see README, "Platform detection"). The reference's own
+// rule comes first, so that both agree wherever it decides. `evidence_out` says which test
+// decided.
+Platform DetectPlatform(const TraceMetadata& metadata, const EventEvidence& events,
+                        const std::vector<std::string>& kernel_names, std::string* evidence_out);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_PLATFORM_H_
