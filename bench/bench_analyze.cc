@@ -51,8 +51,9 @@ TraceProfile Build(const std::vector<std::string>& layer, int groups) {
   for (const std::string& n : layer) {
     chunk.name_bytes += n;
     chunk.name_offsets.push_back(static_cast<uint32_t>(chunk.name_bytes.size()));
-    chunk.name_rule.push_back(c->Classify(n, Platform::kUnknown));
   }
+  std::vector<RuleId> rules;
+  CachedClassifier(c, Platform::kUnknown).ClassifyNames(chunk, &rules);
   int64_t ts = 0;
   for (int g = 0; g < groups; ++g) {
     chunk.kernels.clear();
@@ -67,7 +68,7 @@ TraceProfile Build(const std::vector<std::string>& layer, int groups) {
         chunk.kernels.push_back(k);
       }
     }
-    reducer.Consume(chunk);
+    reducer.Consume(chunk, rules);
   }
   return reducer.Finish(TraceMetadata(), Platform::kUnknown);
 }

@@ -19,12 +19,12 @@ const std::vector<KernelRecord>& Records() {
     TraceReducer reducer(classifier);
     ChunkParser parser;
     ParsedChunk parsed;
+    CachedClassifier names(classifier, Platform::kAmd);
+    std::vector<RuleId> rules;
     for (const EventChunk& c : Chunks(GeneratedTrace("amd", "lines", 256 << 20), 2 << 20)) {
       if (!parser.Parse(c, "bench", &parsed).ok()) std::abort();
-      parsed.name_rule.clear();
-      for (size_t i = 0; i < parsed.name_count(); ++i)
-        parsed.name_rule.push_back(classifier->Classify(parsed.name(i), Platform::kAmd));
-      reducer.Consume(parsed);
+      names.ClassifyNames(parsed, &rules);
+      reducer.Consume(parsed, rules);
     }
     TraceProfile p = reducer.Finish(TraceMetadata(), Platform::kAmd);
     std::vector<KernelRecord> out;

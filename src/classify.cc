@@ -501,6 +501,19 @@ RuleId Classifier::Classify(std::string_view name, Platform platform) const {
   return static_cast<RuleId>(im.rule_roots.size());
 }
 
+RuleId CachedClassifier::Classify(std::string_view name) {
+  auto it = rules_.find(name);
+  if (it == rules_.end()) {
+    it = rules_.emplace(std::string(name), classifier_->Classify(name, platform_)).first;
+  }
+  return it->second;
+}
+
+void CachedClassifier::ClassifyNames(const ParsedChunk& chunk, std::vector<RuleId>* rules) {
+  rules->resize(chunk.name_count());
+  for (size_t i = 0; i < chunk.name_count(); ++i) (*rules)[i] = Classify(chunk.name(i));
+}
+
 std::string Classifier::Pattern(RuleId id, std::string_view name) const {
   const std::string& tmpl =
       id < rules_->rules().size() ? rules_->rules()[id].pattern : rules_->fallback().pattern;

@@ -105,11 +105,9 @@ void ParsedChunk::Clear() {
   kernels.clear();
   name_bytes.clear();
   name_offsets.assign(1, 0);
-  name_rule.clear();
   categories.clear();
   kernels_with_bad_times = 0;
   evidence = EventEvidence();
-  status = absl::OkStatus();
 }
 
 struct ChunkParser::Impl {

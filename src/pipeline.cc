@@ -53,6 +53,8 @@ tbb::enumerable_thread_specific<ChunkParser>& Parsers() {
 struct Work {
   EventChunk chunk;
   ParsedChunk parsed;
+  std::vector<RuleId> name_rules;  // per distinct name of `parsed`
+  absl::Status status;             // of the parse
 };
 
 // Work items, recycled: a ParsedChunk keeps its vectors' capacity between uses. The limiter
@@ -112,120 +114,173 @@ class SharedProgress {
   std::vector<uint64_t> read_, total_, input_;
 };
 
+// ChunkSource is the serial front of the graph: it reads blocks, splits them into chunks of
+// whole events and, as soon as the keys before `traceEvents` have been read, detects the
+// platform that names are classified with (the reducer re-classifies if the final detection,
+// which also weighs event evidence, differs).
+class ChunkSource {
+ public:
+  ChunkSource(const std::string& path, std::unique_ptr<ByteSource> bytes,
+              const PipelineOptions& options, SharedProgress* progress, size_t trace_index)
+      : path_(path),
+        bytes_(std::move(bytes)),
+        splitter_(path, SplitterOptions{options.chunk_bytes}),
+        progress_(progress),
+        trace_index_(trace_index) {}
+
+  // Next() moves the next chunk into `chunk`; false at the end of the input or on an error
+  // (then status() says which).
+  bool Next(EventChunk* chunk) {
+    while (pending_.empty()) {
+      if (done_ || !status_.ok()) return false;
+      status_ = ReadBlock();
+    }
+    *chunk = std::move(pending_.front());
+    pending_.pop_front();
+    return true;
+  }
+
+  const absl::Status& status() const { return status_; }
+  Platform classify_platform() const { return classify_platform_.load(); }
+
+  // Metadata() checks that the input was a Kineto trace and parses its top-level keys; call it
+  // once every chunk has been handed out.
+  absl::StatusOr<TraceMetadata> Metadata() const {
+    if (!splitter_.events_started()) {
+      absl::StatusOr<TraceMetadata> meta = ParseTraceMetadata(splitter_.metadata_json(), path_);
+      std::string keys = meta.ok() ? fmt::format("{}", fmt::join(meta->keys, ", ")) : "";
+      return absl::InvalidArgumentError(
+          StrCat(path_, ": not a Kineto trace: no traceEvents array",
+                 keys.empty() ? "" : StrCat(" (top-level keys: ", keys, ")")));
+    }
+    if (splitter_.metadata_truncated()) {
+      return absl::InvalidArgumentError(
+          StrCat(path_,
+                 ": unsupported trace: its top-level keys other than traceEvents hold more "
+                 "than 64 MiB"));
+    }
+    return ParseTraceMetadata(splitter_.metadata_json(), path_);
+  }
+
+  uint64_t input_bytes() const { return splitter_.bytes_scanned(); }
+  uint64_t file_bytes() const {
+    return bytes_->compressed() ? bytes_->file_bytes_read() : splitter_.bytes_scanned();
+  }
+  bool compressed() const { return bytes_->compressed(); }
+
+ private:
+  absl::Status ReadBlock() {
+    Block block;
+    absl::StatusOr<bool> more = bytes_->Next(&block);
+    if (!more.ok()) return more.status();
+    produced_.clear();
+    absl::Status st;
+    if (*more) {
+      st = splitter_.Feed(block, &produced_);
+    } else {
+      st = splitter_.Finish();
+      done_ = true;
+    }
+    if (!st.ok()) return st;
+    if (!platform_checked_ && splitter_.events_started()) DetectEarlyPlatform();
+    for (EventChunk& c : produced_) pending_.push_back(std::move(c));
+    if (progress_ != nullptr) {
+      progress_->Update(trace_index_, bytes_->file_bytes_read(), bytes_->file_bytes(),
+                        splitter_.bytes_scanned());
+    }
+    return absl::OkStatus();
+  }
+
+  void DetectEarlyPlatform() {
+    platform_checked_ = true;
+    if (splitter_.bare_array()) return;
+    absl::StatusOr<TraceMetadata> early =
+        ParseTraceMetadata(splitter_.metadata_json() + "]}", path_);
+    std::string why;
+    if (early.ok()) classify_platform_ = DetectPlatform(*early, {}, {}, &why);
+  }
+
+  const std::string& path_;
+  std::unique_ptr<ByteSource> bytes_;
+  EventSplitter splitter_;
+  SharedProgress* progress_;
+  size_t trace_index_;
+  std::deque<EventChunk> pending_;
+  std::vector<EventChunk> produced_;
+  absl::Status status_;
+  bool done_ = false;
+  bool platform_checked_ = false;
+  // Written by the source node before the first chunk leaves it; read by the parallel stage.
+  std::atomic<Platform> classify_platform_{Platform::kUnknown};
+};
+
+// FinishProfile() completes a streamed trace: its metadata, the reducer's last step (platform
+// detection, re-classification if needed) and what was read.
+absl::StatusOr<TraceProfile> FinishProfile(const std::string& path, const ChunkSource& source,
+                                           TraceReducer* reducer,
+                                           std::chrono::steady_clock::time_point started) {
+  absl::StatusOr<TraceMetadata> metadata = source.Metadata();
+  if (!metadata.ok()) return metadata.status();
+  TraceProfile profile = reducer->Finish(std::move(*metadata), source.classify_platform());
+  profile.path = path;
+  profile.input_bytes = source.input_bytes();
+  profile.file_bytes = source.file_bytes();
+  profile.compressed = source.compressed();
+  profile.elapsed_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return profile;
+}
+
+// RunGraph() streams one trace through the flow graph:
+//   source (serial: read + split) -> limiter -> parse + classify (parallel) -> sequencer
+//     -> reduce (serial, in input order) -> back to the limiter
+// The first error stops every stage; an error inside a chunk is reported before any error the
+// reader met further on.
 absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
                                       std::shared_ptr<const Classifier> classifier,
                                       const PipelineOptions& options, size_t threads,
                                       SharedProgress* progress, size_t trace_index) {
   auto started = std::chrono::steady_clock::now();
-  SourceOptions source_options;
-  source_options.window_bytes = options.window_bytes;
-  absl::StatusOr<std::unique_ptr<ByteSource>> opened = OpenSource(path, source_options);
-  if (!opened.ok()) return opened.status();
-  std::unique_ptr<ByteSource> source = std::move(*opened);
-
-  SplitterOptions split_options;
-  split_options.chunk_bytes = options.chunk_bytes;
-  EventSplitter splitter(path, split_options);
+  absl::StatusOr<std::unique_ptr<ByteSource>> bytes =
+      OpenSource(path, SourceOptions{options.window_bytes});
+  if (!bytes.ok()) return bytes.status();
+  ChunkSource source(path, std::move(*bytes), options, progress, trace_index);
   TraceReducer reducer(classifier, options.keep_kernel_records);
-
-  // Names are classified with the platform known when events start (from the keys before
-  // traceEvents); the reducer re-classifies if the final detection differs.
-  std::atomic<Platform> classify_platform{Platform::kUnknown};
-  bool platform_checked = false;
-
-  const size_t in_flight = 2 * threads + 2;
+  // Each thread's cache is made on its first chunk, after the platform has been detected.
+  tbb::enumerable_thread_specific<CachedClassifier> classifiers(
+      [&] { return CachedClassifier(classifier, source.classify_platform()); });
   WorkPool pool;
-  std::deque<EventChunk> pending;
-  std::vector<EventChunk> produced;
-  absl::Status source_error, reduce_error;
+  absl::Status reduce_error;
   std::atomic<bool> stop{false};
-  bool input_done = false;
-
-  using RuleCache = StringMap<RuleId>;
-  tbb::enumerable_thread_specific<RuleCache> rule_caches;
 
   tbb::flow::graph g;
   tbb::flow::input_node<Work*> read_and_split(g, [&](tbb::flow_control& fc) -> Work* {
-    while (pending.empty()) {
-      if (input_done || stop.load(std::memory_order_relaxed)) {
-        fc.stop();
-        return nullptr;
-      }
-      Block block;
-      absl::StatusOr<bool> more = source->Next(&block);
-      absl::Status st;
-      produced.clear();
-      if (!more.ok()) {
-        st = more.status();
-      } else if (!*more) {
-        st = splitter.Finish();
-        input_done = true;
-      } else {
-        st = splitter.Feed(block, &produced);
-      }
-      if (!st.ok()) {
-        source_error = st;
-        fc.stop();
-        return nullptr;
-      }
-      if (!platform_checked && splitter.events_started()) {
-        platform_checked = true;
-        if (!splitter.bare_array()) {
-          absl::StatusOr<TraceMetadata> early =
-              ParseTraceMetadata(splitter.metadata_json() + "]}", path);
-          if (early.ok()) {
-            std::string why;
-            classify_platform = DetectPlatform(*early, {}, {}, &why);
-          }
-        }
-      }
-      for (EventChunk& c : produced) pending.push_back(std::move(c));
-      if (progress != nullptr) {
-        progress->Update(trace_index, source->file_bytes_read(), source->file_bytes(),
-                         splitter.bytes_scanned());
-      }
-    }
     Work* w = pool.Acquire();
-    w->chunk = std::move(pending.front());
-    pending.pop_front();
+    if (stop.load(std::memory_order_relaxed) || !source.Next(&w->chunk)) {
+      pool.Release(w);
+      fc.stop();
+      return nullptr;
+    }
     return w;
   });
-
-  tbb::flow::limiter_node<Work*> limiter(g, in_flight);
+  tbb::flow::limiter_node<Work*> limiter(g, 2 * threads + 2);
   tbb::flow::function_node<Work*, Work*> parse_and_classify(
       g, tbb::flow::unlimited, [&](Work* w) -> Work* {
-        if (stop.load(std::memory_order_relaxed)) {
-          w->parsed.seq = w->chunk.seq;
-          w->chunk.pieces.clear();
-          return w;
+        if (!stop.load(std::memory_order_relaxed)) {
+          w->status = Parsers().local().Parse(w->chunk, path, &w->parsed);
+          if (w->status.ok()) classifiers.local().ClassifyNames(w->parsed, &w->name_rules);
         }
-        ParsedChunk& parsed = w->parsed;
-        parsed.status = Parsers().local().Parse(w->chunk, path, &parsed);
         w->chunk.pieces.clear();  // release the input blocks as early as possible
-        parsed.seq = w->chunk.seq;
-        if (parsed.status.ok()) {
-          RuleCache& cache = rule_caches.local();
-          Platform platform = classify_platform.load(std::memory_order_relaxed);
-          parsed.name_rule.resize(parsed.name_count());
-          for (size_t i = 0; i < parsed.name_count(); ++i) {
-            std::string_view name = parsed.name(i);
-            auto it = cache.find(name);
-            if (it == cache.end()) {
-              it = cache.emplace(std::string(name), classifier->Classify(name, platform)).first;
-            }
-            parsed.name_rule[i] = it->second;
-          }
-        }
         return w;
       });
-  tbb::flow::sequencer_node<Work*> in_order(g, [](Work* const& w) { return w->parsed.seq; });
+  tbb::flow::sequencer_node<Work*> in_order(g, [](Work* const& w) { return w->chunk.seq; });
   tbb::flow::function_node<Work*, tbb::flow::continue_msg> reduce(
       g, tbb::flow::serial, [&](Work* w) {
         if (reduce_error.ok() && !stop.load(std::memory_order_relaxed)) {
-          if (w->parsed.status.ok()) {
-            reducer.Consume(w->parsed);
+          if (w->status.ok()) {
+            reducer.Consume(w->parsed, w->name_rules);
           } else {
-            reduce_error = w->parsed.status;
+            reduce_error = w->status;
             stop = true;
           }
         }
@@ -241,38 +296,10 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
   read_and_split.activate();
   g.wait_for_all();
 
-  // An error inside a chunk comes before any error the reader met further on.
   if (!reduce_error.ok()) return reduce_error;
-  if (!source_error.ok()) return source_error;
-  if (!splitter.events_started()) {
-    absl::StatusOr<TraceMetadata> meta = ParseTraceMetadata(splitter.metadata_json(), path);
-    std::string keys = meta.ok() ? fmt::format("{}", fmt::join(meta->keys, ", ")) : "";
-    return absl::InvalidArgumentError(
-        StrCat(path, ": not a Kineto trace: no traceEvents array",
-               keys.empty() ? "" : StrCat(" (top-level keys: ", keys, ")")));
-  }
-  if (splitter.metadata_truncated()) {
-    return absl::InvalidArgumentError(
-        StrCat(path,
-               ": unsupported trace: its top-level keys other than traceEvents hold more "
-               "than 64 MiB"));
-  }
-  absl::StatusOr<TraceMetadata> meta = ParseTraceMetadata(splitter.metadata_json(), path);
-  if (!meta.ok()) return meta.status();
-
-  TraceProfile profile = reducer.Finish(std::move(*meta), classify_platform.load());
-  profile.path = path;
-  profile.input_bytes = splitter.bytes_scanned();
-  profile.file_bytes = source->compressed() ? source->file_bytes_read() : splitter.bytes_scanned();
-  profile.compressed = source->compressed();
-  profile.elapsed_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return profile;
+  if (!source.status().ok()) return source.status();
+  return FinishProfile(path, source, &reducer, started);
 }
-
-}  // namespace
-
-namespace {
 
 absl::StatusOr<std::vector<TraceProfile>> ProfileInArena(
     tbb::task_arena& arena, int threads, const std::vector<std::string>& paths,

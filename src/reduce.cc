@@ -55,7 +55,7 @@ TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool ke
   profile_.classifier = std::move(classifier);
 }
 
-void TraceReducer::Consume(const ParsedChunk& chunk) {
+void TraceReducer::Consume(const ParsedChunk& chunk, const std::vector<RuleId>& name_rules) {
   TraceProfile& p = profile_;
   p.events += chunk.events;
   p.kernels_with_bad_times += chunk.kernels_with_bad_times;
@@ -79,7 +79,7 @@ void TraceReducer::Consume(const ParsedChunk& chunk) {
       uint32_t id = static_cast<uint32_t>(p.names.size());
       it = name_ids_.emplace(std::string(name), id).first;
       p.names.emplace_back(name);
-      p.name_rule.push_back(chunk.name_rule[i]);
+      p.name_rule.push_back(name_rules[i]);
       p.name_kernels.push_back(0);
       p.name_time_ns.push_back(0);
     }

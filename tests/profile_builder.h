@@ -34,8 +34,8 @@ struct TestKernel {
   int64_t dur_ns = 1000;
 };
 
-// A parsed chunk holding `kernels`, names classified by `c`.
-inline ParsedChunk ChunkOf(const std::vector<TestKernel>& kernels, const Classifier& c) {
+// A parsed chunk holding `kernels`.
+inline ParsedChunk ChunkOf(const std::vector<TestKernel>& kernels) {
   ParsedChunk p;
   for (const TestKernel& k : kernels) {
     uint32_t id = 0;
@@ -43,7 +43,6 @@ inline ParsedChunk ChunkOf(const std::vector<TestKernel>& kernels, const Classif
     if (id == p.name_count()) {
       p.name_bytes += k.name;
       p.name_offsets.push_back(static_cast<uint32_t>(p.name_bytes.size()));
-      p.name_rule.push_back(c.Classify(k.name, Platform::kUnknown));
     }
     KernelEvent e;
     e.name = id;
@@ -60,10 +59,19 @@ inline ParsedChunk ChunkOf(const std::vector<TestKernel>& kernels, const Classif
   return p;
 }
 
+// Consume() hands `kernels` to `reducer` as one chunk, names classified by `c`.
+inline void Consume(TraceReducer* reducer, const std::vector<TestKernel>& kernels,
+                    std::shared_ptr<const Classifier> c) {
+  ParsedChunk chunk = ChunkOf(kernels);
+  std::vector<RuleId> rules;
+  CachedClassifier(std::move(c), Platform::kUnknown).ClassifyNames(chunk, &rules);
+  reducer->Consume(chunk, rules);
+}
+
 inline TraceProfile BuildProfile(const std::vector<TestKernel>& kernels,
                                  std::shared_ptr<const Classifier> c = LetterClassifier()) {
   TraceReducer r(c);
-  r.Consume(ChunkOf(kernels, *c));
+  Consume(&r, kernels, c);
   return r.Finish(TraceMetadata(), Platform::kUnknown);
 }
 

@@ -10,14 +10,13 @@
 namespace tracefuse {
 namespace {
 
-using testing::ChunkOf;
 using testing::TestKernel;
 
 TEST(Reducer, GroupsInFirstAppearanceOrderAcrossChunks) {
   auto c = testing::LetterClassifier();
   TraceReducer r(c);
-  r.Consume(ChunkOf({{"a1", 5, 7}, {"b1", 6, 3}, {"a1", 7, 7}, {"c1", 8, -1}}, *c));
-  r.Consume(ChunkOf({{"b2", 9, 3}, {"a1", 10, 9}, {"a2", 11, 7}}, *c));
+  testing::Consume(&r, {{"a1", 5, 7}, {"b1", 6, 3}, {"a1", 7, 7}, {"c1", 8, -1}}, c);
+  testing::Consume(&r, {{"b2", 9, 3}, {"a1", 10, 9}, {"a2", 11, 7}}, c);
   TraceProfile p = r.Finish(TraceMetadata(), Platform::kUnknown);
   EXPECT_EQ(p.names, (std::vector<std::string>{"a1", "b1", "c1", "b2", "a2"}));
   EXPECT_EQ(p.group_correlation, (std::vector<int64_t>{7, 3, 9}));
@@ -38,7 +37,7 @@ TEST(Reducer, TypeSequenceIsStableOnTimestampTies) {
   auto c = testing::LetterClassifier();
   TraceReducer r(c);
   // ts order: b(1) a(2) c(2, after a in trace order) a(2) b(3)
-  r.Consume(ChunkOf({{"a", 2, -1}, {"b", 3, -1}, {"c", 2, -1}, {"b", 1, -1}, {"a", 2, -1}}, *c));
+  testing::Consume(&r, {{"a", 2, -1}, {"b", 3, -1}, {"c", 2, -1}, {"b", 1, -1}, {"a", 2, -1}}, c);
   TraceProfile p = r.Finish(TraceMetadata(), Platform::kUnknown);
   EXPECT_EQ(p.TypeSequence(), (std::vector<CategoryId>{1, 0, 2, 0, 1}));
 }
@@ -147,7 +146,7 @@ TEST(Reducer, ChainStatistics) {
   auto c = testing::LetterClassifier();
   TraceReducer r(c);
   // A A A B A B B C A A
-  r.Consume(ChunkOf(testing::Sequence("aaababbcaa"), *c));
+  testing::Consume(&r, testing::Sequence("aaababbcaa"), c);
   TraceProfile p = r.Finish(TraceMetadata(), Platform::kUnknown);
   std::vector<ChainStats> chains = ChainsOf(p.TypeSequence(), p.category_count());
   EXPECT_EQ(chains[0].runs, 3u);

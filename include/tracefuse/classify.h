@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tracefuse/parse.h"
 #include "tracefuse/platform.h"
+#include "tracefuse/strings.h"
 
 namespace tracefuse {
 
@@ -100,6 +102,25 @@ class Classifier {
   std::shared_ptr<const RuleSet> rules_;
   std::vector<CategoryId> rule_category_;
   std::unique_ptr<Impl> impl_;
+};
+
+// CachedClassifier classifies names for one platform, remembering each name's rule: kernel names
+// repeat across a trace's chunks, and a lookup costs less than a Hyperscan scan. One per thread.
+class CachedClassifier {
+ public:
+  CachedClassifier(std::shared_ptr<const Classifier> classifier, Platform platform)
+      : classifier_(std::move(classifier)), platform_(platform) {}
+
+  RuleId Classify(std::string_view name);
+  // ClassifyNames() sets `rules` to the rule of each distinct name of `chunk`, in name order.
+  void ClassifyNames(const ParsedChunk& chunk, std::vector<RuleId>* rules);
+
+  const Classifier& classifier() const { return *classifier_; }
+
+ private:
+  std::shared_ptr<const Classifier> classifier_;
+  Platform platform_;
+  StringMap<RuleId> rules_;
 };
 
 // The first `n` code points of UTF-8 `s` (Python's s[:n]).

@@ -65,14 +65,11 @@ struct ParsedChunk {
   // name_bytes[name_offsets[i], name_offsets[i + 1]).
   std::string name_bytes;
   std::vector<uint32_t> name_offsets{0};
-  // Classification of each distinct name (a rule index), filled by the classify stage.
-  std::vector<uint16_t> name_rule;
   // Event count per `cat` value ("" for events without one), in first-seen order.
   std::vector<std::pair<std::string, uint64_t>> categories;
   // Kernel events whose ts or dur was missing or not a number (counted, taken as 0).
   uint64_t kernels_with_bad_times = 0;
   EventEvidence evidence;
-  absl::Status status;
 
   size_t name_count() const { return name_offsets.size() - 1; }
   std::string_view name(size_t i) const {

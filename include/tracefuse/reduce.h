@@ -180,8 +180,9 @@ class TraceReducer {
   // per-name, per-category and per-group totals are kept either way.
   TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records = true);
 
-  // Chunks must arrive in input order.
-  void Consume(const ParsedChunk& chunk);
+  // Consume() adds a chunk's kernels; `name_rules` holds the rule of each of the chunk's distinct
+  // names. Chunks must arrive in input order.
+  void Consume(const ParsedChunk& chunk, const std::vector<RuleId>& name_rules);
   // Completes the profile: platform detection (and re-classification when a platform-dependent
   // rule set was applied with another platform than the one finally detected).
   TraceProfile Finish(TraceMetadata metadata, Platform classified_with);

@@ -270,7 +270,7 @@ int RunClassify(const ClassifyArgs& a) {
   for (const Rule& r : rules.rules()) has_patterns |= !r.pattern.empty();
 
   simdjson::dom::parser parser;
-  StringMap<RuleId> cache;
+  CachedClassifier names(*classifier, platform);
   std::string line, out;
   size_t line_no = 0;
   while (std::getline(*in, line)) {
@@ -289,9 +289,7 @@ int RunClassify(const ClassifyArgs& a) {
     } else {
       name = line;
     }
-    auto it = cache.find(name);
-    if (it == cache.end()) it = cache.emplace(name, (*classifier)->Classify(name, platform)).first;
-    RuleId id = it->second;
+    RuleId id = names.Classify(name);
     Json j;
     j["name"] = name;
     j["category"] = (*classifier)->category_name((*classifier)->category_of(id));
@@ -317,6 +315,108 @@ void AddTraceOptions(CLI::App* cmd, const std::string& rules_help, std::string* 
       ->check(CLI::PositiveNumber);
 }
 
+std::string RulesHelp() {
+  std::string names;
+  for (const auto& n : RuleSet::BuiltinNames()) names += (names.empty() ? "" : ", ") + n;
+  return "rule set: a built-in name (" + names + ") or a rule file (.yaml)";
+}
+
+CLI::App* AddStatsCommand(CLI::App* app, StatsArgs* a) {
+  CLI::App* cmd = app->add_subcommand("stats",
+                                      "Summarise one trace: platform, GPU, events per category, "
+                                      "kernels, correlation groups, throughput");
+  cmd->add_option("TRACE", a->trace, "trace file (.json or .json.gz; - for stdin)")->required();
+  cmd->add_option("--format", a->format, "output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  AddTraceOptions(cmd, RulesHelp(), &a->output, &a->ruleset, &a->threads);
+  return cmd;
+}
+
+CLI::App* AddCompareCommand(CLI::App* app, CompareArgs* a) {
+  CLI::App* cmd = app->add_subcommand(
+      "compare", "Compare two traces (e.g. AMD vs NVIDIA): which platform fuses which operations");
+  cmd->add_option("TRACE1", a->trace1, "first trace (.json or .json.gz)")->required();
+  cmd->add_option("TRACE2", a->trace2, "second trace (.json or .json.gz)")->required();
+  cmd->add_option("--format", a->format,
+                  "text and markdown for people; json keeps wafer's schema (plus a "
+                  "\"tracefuse\" key); csv has one row per kernel type")
+      ->check(CLI::IsMember({"text", "json", "csv", "markdown"}))
+      ->capture_default_str();
+  AddTraceOptions(cmd, RulesHelp(), &a->output, &a->ruleset, &a->threads);
+  cmd->add_option("--min-group-size", a->min_group_size,
+                  "smallest correlation group (graph replay) that is matched")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--progress", a->progress,
+                  "progress line on stderr: auto shows it only when stderr is a terminal")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  cmd->add_option("--label1", a->label1,
+                  "name for trace 1 in text, markdown and CSV (default: its platform)");
+  cmd->add_option("--label2", a->label2, "name for trace 2");
+  return cmd;
+}
+
+CLI::App* AddBreakdownCommand(CLI::App* app, BreakdownArgs* a) {
+  CLI::App* cmd = app->add_subcommand("breakdown",
+                                      "Kernel time per category, the top kernels of each, and the "
+                                      "top unclassified kernels of one trace");
+  cmd->add_option("TRACE", a->trace, "trace file (.json or .json.gz; - for stdin)")->required();
+  cmd->add_option("--format", a->format, "output format")
+      ->check(CLI::IsMember({"text", "json", "csv"}))
+      ->capture_default_str();
+  cmd->add_option("--top", a->top, "kernels listed per category")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  AddTraceOptions(cmd, RulesHelp(), &a->output, &a->ruleset, &a->threads);
+  return cmd;
+}
+
+CLI::App* AddRulesCommand(CLI::App* app, RulesArgs* a) {
+  CLI::App* cmd = app->add_subcommand("rules", "List a rule set, or validate a rule file");
+  cmd->add_option("--ruleset", a->ruleset, RulesHelp())->capture_default_str();
+  cmd->add_flag("--check", a->check,
+                "only validate: report the first error with its line and exit 1");
+  return cmd;
+}
+
+CLI::App* AddClassifyCommand(CLI::App* app, ClassifyArgs* a) {
+  CLI::App* cmd = app->add_subcommand(
+      "classify", "Classify kernel names, one per line, printing one JSON object per line");
+  cmd->add_option("FILE", a->input, "names file (default: stdin)");
+  cmd->add_option("--ruleset", a->ruleset, RulesHelp())->capture_default_str();
+  cmd->add_option("--platform", a->platform,
+                  "platform for platform-aware rule sets (default: any other than AMD, as the "
+                  "reference treats it)")
+      ->check(CLI::IsMember({"amd", "nvidia"}));
+  cmd->add_option("--input", a->format,
+                  "lines: one raw name per line; jsonl: one JSON string per line")
+      ->check(CLI::IsMember({"lines", "jsonl"}))
+      ->capture_default_str();
+  return cmd;
+}
+
+// ParseCommandLine() returns the exit code to end with when parsing already decided it (help,
+// version, a usage error), else nullopt.
+std::optional<int> ParseCommandLine(CLI::App* app, int argc, char** argv) {
+  try {
+    app->parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app->exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app->exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app->exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string command = "tracefuse";
+    for (const CLI::App* sub : app->get_subcommands()) command += " " + sub->get_name();
+    std::fprintf(stderr, "tracefuse: error: %s (run '%s --help')\n", e.what(), command.c_str());
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{
       "tracefuse: stream PyTorch-profiler (Kineto) traces from AMD and NVIDIA GPUs, "
@@ -325,103 +425,18 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tracefuse ") + TRACEFUSE_VERSION);
   app.footer(
       "Exit codes: 0 success, 1 malformed or unsupported trace, 2 usage error, 3 I/O error.");
-
-  const std::string rules_help = "rule set: a built-in name (" + [] {
-    std::string s;
-    for (const auto& n : RuleSet::BuiltinNames()) s += (s.empty() ? "" : ", ") + n;
-    return s;
-  }() + ") or a rule file (.yaml)";
-
   StatsArgs stats;
-  CLI::App* stats_cmd = app.add_subcommand("stats",
-                                           "Summarise one trace: platform, GPU, events "
-                                           "per category, kernels, correlation groups, "
-                                           "throughput");
-  stats_cmd->add_option("TRACE", stats.trace, "trace file (.json or .json.gz; - for stdin)")
-      ->required();
-  stats_cmd->add_option("--format", stats.format, "output format")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  AddTraceOptions(stats_cmd, rules_help, &stats.output, &stats.ruleset, &stats.threads);
-
   CompareArgs compare;
-  CLI::App* compare_cmd = app.add_subcommand(
-      "compare", "Compare two traces (e.g. AMD vs NVIDIA): which platform fuses which operations");
-  compare_cmd->add_option("TRACE1", compare.trace1, "first trace (.json or .json.gz)")->required();
-  compare_cmd->add_option("TRACE2", compare.trace2, "second trace (.json or .json.gz)")->required();
-  compare_cmd
-      ->add_option("--format", compare.format,
-                   "text and markdown for people; json keeps wafer's schema (plus a "
-                   "\"tracefuse\" key); csv has one row per kernel type")
-      ->check(CLI::IsMember({"text", "json", "csv", "markdown"}))
-      ->capture_default_str();
-  AddTraceOptions(compare_cmd, rules_help, &compare.output, &compare.ruleset, &compare.threads);
-  compare_cmd
-      ->add_option("--min-group-size", compare.min_group_size,
-                   "smallest correlation group (graph replay) that is matched")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  compare_cmd
-      ->add_option("--progress", compare.progress,
-                   "progress line on stderr: auto shows it only when stderr is a terminal")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
-      ->capture_default_str();
-  compare_cmd->add_option("--label1", compare.label1,
-                          "name for trace 1 in text, markdown and CSV (default: its platform)");
-  compare_cmd->add_option("--label2", compare.label2, "name for trace 2");
-
   BreakdownArgs breakdown;
-  CLI::App* breakdown_cmd = app.add_subcommand(
-      "breakdown",
-      "Kernel time per category, the top kernels of each, and the top unclassified "
-      "kernels of one trace");
-  breakdown_cmd->add_option("TRACE", breakdown.trace, "trace file (.json or .json.gz; - for stdin)")
-      ->required();
-  breakdown_cmd->add_option("--format", breakdown.format, "output format")
-      ->check(CLI::IsMember({"text", "json", "csv"}))
-      ->capture_default_str();
-  breakdown_cmd->add_option("--top", breakdown.top, "kernels listed per category")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  AddTraceOptions(breakdown_cmd, rules_help, &breakdown.output, &breakdown.ruleset,
-                  &breakdown.threads);
-
   RulesArgs rules;
-  CLI::App* rules_cmd = app.add_subcommand("rules", "List a rule set, or validate a rule file");
-  rules_cmd->add_option("--ruleset", rules.ruleset, rules_help)->capture_default_str();
-  rules_cmd->add_flag("--check", rules.check,
-                      "only validate: report the first error with its line and exit 1");
-
   ClassifyArgs classify;
-  CLI::App* classify_cmd = app.add_subcommand(
-      "classify", "Classify kernel names, one per line, printing one JSON object per line");
-  classify_cmd->add_option("FILE", classify.input, "names file (default: stdin)");
-  classify_cmd->add_option("--ruleset", classify.ruleset, rules_help)->capture_default_str();
-  classify_cmd
-      ->add_option("--platform", classify.platform,
-                   "platform for platform-aware rule sets (default: any other than AMD, as "
-                   "the reference treats it)")
-      ->check(CLI::IsMember({"amd", "nvidia"}));
-  classify_cmd
-      ->add_option("--input", classify.format,
-                   "lines: one raw name per line; jsonl: one JSON string per line")
-      ->check(CLI::IsMember({"lines", "jsonl"}))
-      ->capture_default_str();
+  CLI::App* stats_cmd = AddStatsCommand(&app, &stats);
+  CLI::App* compare_cmd = AddCompareCommand(&app, &compare);
+  CLI::App* breakdown_cmd = AddBreakdownCommand(&app, &breakdown);
+  CLI::App* rules_cmd = AddRulesCommand(&app, &rules);
+  CLI::App* classify_cmd = AddClassifyCommand(&app, &classify);
+  if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return *exit_code;
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::string command = "tracefuse";
-    for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
-    std::fprintf(stderr, "tracefuse: error: %s (run '%s --help')\n", e.what(), command.c_str());
-    return kExitUsage;
-  }
   if (stats_cmd->parsed()) return RunStats(stats);
   if (compare_cmd->parsed()) return RunCompare(compare);
   if (breakdown_cmd->parsed()) return RunBreakdown(breakdown);
