@@ -110,6 +110,13 @@ void ParsedChunk::Clear() {
   evidence = EventEvidence();
 }
 
+// The fields of one event that tracefuse reads, as views into the parser's buffer.
+struct EventFields {
+  std::string_view cat, name, ts_raw, dur_raw;
+  bool have_cat = false, have_name = false;
+  KernelEvent kernel;  // args, read when the event may be a kernel
+};
+
 struct ChunkParser::Impl {
   od::parser parser;
   std::vector<char> buffer;
@@ -122,7 +129,155 @@ struct ChunkParser::Impl {
     buffer.assign(capacity + simdjson::SIMDJSON_PADDING, ' ');
     if (parser.allocate(capacity) != simdjson::SUCCESS) throw std::bad_alloc();
   }
+
+  // CopyChunk() lays the chunk's events, with their separators, into the padded buffer as one
+  // JSON array, and returns its length.
+  size_t CopyChunk(const EventChunk& chunk) {
+    const size_t len = chunk.bytes() + 2;
+    Reserve(len);
+    char* buf = buffer.data();
+    buf[0] = '[';
+    size_t at = 1;
+    for (const Block& piece : chunk.pieces) {
+      std::memcpy(buf + at, piece.data, piece.size);
+      at += piece.size;
+    }
+    buf[at] = ']';
+    return len;
+  }
+
+  // Offset() is the input offset of `where`, a position in the buffer (the chunk's start when
+  // simdjson cannot say).
+  uint64_t Offset(const EventChunk& chunk, size_t len, const char* where) const {
+    const char* buf = buffer.data();
+    if (where == nullptr || where <= buf || where >= buf + len) return chunk.begin;
+    return chunk.begin + static_cast<uint64_t>(where - buf - 1);
+  }
+
+  absl::Status Malformed(const EventChunk& chunk, size_t len, const std::string& display_name,
+                         simdjson::error_code err, od::document* doc) const {
+    const char* where = nullptr;
+    if (doc == nullptr || doc->current_location().get(where) != simdjson::SUCCESS) where = nullptr;
+    return absl::InvalidArgumentError(StrCat(display_name, ": malformed JSON at byte ",
+                                             Offset(chunk, len, where), ": ",
+                                             simdjson::error_message(err)));
+  }
+
+  // AddKernel() records a kernel event: its times as integer nanoseconds and its name, interned
+  // per chunk.
+  absl::Status AddKernel(const EventChunk& chunk, size_t len, EventFields* f,
+                         const std::string& display_name, ParsedChunk* out) {
+    std::optional<int64_t> ts = MicrosToNanos(f->ts_raw);
+    std::optional<int64_t> dur = MicrosToNanos(f->dur_raw);
+    if (!ts || !dur) {
+      // On-Demand hands out raw tokens unvalidated: tell a malformed number from a value of
+      // another type (a string, null), which is counted, not fatal.
+      for (std::string_view raw : {f->ts_raw, f->dur_raw}) {
+        if (!raw.empty() && !MicrosToNanos(raw) && !IsNonNumericJsonValue(raw)) {
+          return absl::InvalidArgumentError(
+              StrCat(display_name, ": malformed JSON at byte ", Offset(chunk, len, raw.data()),
+                     ": invalid number '", TrimRight(raw.substr(0, 32)), "'"));
+        }
+      }
+      ++out->kernels_with_bad_times;
+    }
+    KernelEvent& k = f->kernel;
+    k.ts_ns = ts.value_or(0);
+    k.dur_ns = dur.value_or(0);
+    k.name = LocalName(f->name, out);
+    if (k.flags & KernelEvent::kHasKind) ++out->evidence.kernels_with_kind;
+    out->kernels.push_back(k);
+    return absl::OkStatus();
+  }
+
+  uint32_t LocalName(std::string_view name, ParsedChunk* out) {
+    auto [slot, inserted] = local_names.try_emplace(name, 0);
+    if (inserted) {
+      slot->second = static_cast<uint32_t>(out->name_count());
+      out->name_bytes.append(name);
+      out->name_offsets.push_back(static_cast<uint32_t>(out->name_bytes.size()));
+    }
+    return slot->second;
+  }
 };
+
+namespace {
+
+uint64_t& CategorySlot(std::string_view cat, ParsedChunk* out) {
+  for (auto& entry : out->categories)
+    if (entry.first == cat) return entry.second;
+  out->categories.emplace_back(std::string(cat), 0);
+  return out->categories.back().second;
+}
+
+// ReadKernelArgs() takes correlation, external id, stream, device and the roctracer-only `kind`
+// from a kernel's `args`.
+simdjson::error_code ReadKernelArgs(od::value value, KernelEvent* k) {
+  od::object args;
+  if (value.get_object().get(args) != simdjson::SUCCESS) return simdjson::SUCCESS;
+  simdjson::error_code err = simdjson::SUCCESS;
+  for (auto arg : args) {
+    od::raw_json_string key;
+    if ((err = arg.key().get(key))) return err;
+    od::value v;
+    if ((err = arg.value().get(v))) return err;
+    int64_t n;
+    if (key == "correlation") {
+      if (ReadInteger(v, &n)) {
+        k->correlation = n;
+        k->flags |= KernelEvent::kHasCorrelation;
+      }
+    } else if (key == "External id" || key == "external id") {
+      if (ReadInteger(v, &n)) {
+        k->external_id = n;
+        k->flags |= KernelEvent::kHasExternalId;
+      }
+    } else if (key == "stream") {
+      if (ReadInteger(v, &n)) k->stream = static_cast<int32_t>(n);
+    } else if (key == "device") {
+      if (ReadInteger(v, &n)) k->device = static_cast<int32_t>(n);
+    } else if (key == "kind") {
+      k->flags |= KernelEvent::kHasKind;
+    }
+  }
+  return err;
+}
+
+// ReadEvent() reads the fields tracefuse needs; `args` only when the event may be a kernel (its
+// `cat`, when it comes first, says so), since args are most of an event's bytes.
+simdjson::error_code ReadEvent(od::object event, EventFields* f) {
+  simdjson::error_code err = simdjson::SUCCESS;
+  for (auto field : event) {
+    od::raw_json_string key;
+    if ((err = field.key().get(key))) return err;
+    od::value value;
+    if ((err = field.value().get(value))) return err;
+    if (key == "cat") {
+      f->have_cat = value.get_string().get(f->cat) == simdjson::SUCCESS;
+    } else if (key == "name") {
+      f->have_name = value.get_string().get(f->name) == simdjson::SUCCESS;
+    } else if (key == "ts") {
+      f->ts_raw = value.raw_json_token();
+    } else if (key == "dur") {
+      f->dur_raw = value.raw_json_token();
+    } else if (key == "args" && (!f->have_cat || IsKernelCategory(f->cat))) {
+      if ((err = ReadKernelArgs(value, &f->kernel))) return err;
+    }
+  }
+  if (!f->have_cat) f->cat = {};
+  if (!f->have_name) f->name = {};
+  return err;
+}
+
+void CountRuntimeCall(const EventFields& f, EventEvidence* evidence) {
+  if (StartsWith(f.name, "hip")) {
+    ++evidence->hip_runtime_calls;
+  } else if (StartsWith(f.name, "cuda")) {
+    ++evidence->cuda_runtime_calls;
+  }
+}
+
+}  // namespace
 
 ChunkParser::ChunkParser(size_t initial_capacity) : impl_(std::make_unique<Impl>()) {
   impl_->Reserve(initial_capacity);
@@ -136,137 +291,29 @@ absl::Status ChunkParser::Parse(const EventChunk& chunk, const std::string& disp
   out->seq = chunk.seq;
   out->begin = chunk.begin;
   out->bytes = chunk.bytes();
-
-  // The chunk's events with their separators, wrapped into one JSON array.
-  const size_t len = chunk.bytes() + 2;
-  im.Reserve(len);
-  char* buf = im.buffer.data();
-  buf[0] = '[';
-  size_t at = 1;
-  for (const Block& piece : chunk.pieces) {
-    std::memcpy(buf + at, piece.data, piece.size);
-    at += piece.size;
-  }
-  buf[at++] = ']';
-
-  auto fail = [&](simdjson::error_code err, const char* where) {
-    uint64_t offset = chunk.begin;
-    if (where != nullptr && where > buf && where < buf + len) {
-      offset = chunk.begin + static_cast<uint64_t>(where - buf - 1);
-    }
-    return absl::InvalidArgumentError(StrCat(display_name, ": malformed JSON at byte ", offset,
-                                             ": ", simdjson::error_message(err)));
-  };
+  const size_t len = im.CopyChunk(chunk);
 
   od::document doc;
-  simdjson::error_code err = im.parser.iterate(buf, len, im.buffer.size()).get(doc);
-  if (err) return fail(err, nullptr);
+  simdjson::error_code err = im.parser.iterate(im.buffer.data(), len, im.buffer.size()).get(doc);
+  if (err) return im.Malformed(chunk, len, display_name, err, nullptr);
   od::array events;
-  if ((err = doc.get_array().get(events))) return fail(err, nullptr);
-
+  if ((err = doc.get_array().get(events))) {
+    return im.Malformed(chunk, len, display_name, err, nullptr);
+  }
   im.local_names.clear();
-  auto category_slot = [&](std::string_view cat) -> uint64_t& {
-    for (auto& entry : out->categories)
-      if (entry.first == cat) return entry.second;
-    out->categories.emplace_back(std::string(cat), 0);
-    return out->categories.back().second;
-  };
-
   for (auto item : events) {
     od::object event;
-    if ((err = item.get_object().get(event))) {
-      const char* where = nullptr;
-      if (doc.current_location().get(where) == simdjson::SUCCESS) return fail(err, where);
-      return fail(err, nullptr);
+    EventFields f;
+    if ((err = item.get_object().get(event)) || (err = ReadEvent(event, &f))) {
+      return im.Malformed(chunk, len, display_name, err, &doc);
     }
     ++out->events;
-    std::string_view cat, name, ts_raw, dur_raw;
-    bool have_cat = false, have_name = false;
-    KernelEvent k;
-    for (auto field : event) {
-      od::raw_json_string key;
-      if ((err = field.key().get(key))) break;
-      od::value value;
-      if ((err = field.value().get(value))) break;
-      if (key == "cat") {
-        have_cat = value.get_string().get(cat) == simdjson::SUCCESS;
-      } else if (key == "name") {
-        have_name = value.get_string().get(name) == simdjson::SUCCESS;
-      } else if (key == "ts") {
-        ts_raw = value.raw_json_token();
-      } else if (key == "dur") {
-        dur_raw = value.raw_json_token();
-      } else if (key == "args" && (!have_cat || IsKernelCategory(cat))) {
-        od::object args;
-        if (value.get_object().get(args) != simdjson::SUCCESS) continue;
-        for (auto arg : args) {
-          od::raw_json_string akey;
-          if ((err = arg.key().get(akey))) break;
-          od::value av;
-          if ((err = arg.value().get(av))) break;
-          int64_t n;
-          if (akey == "correlation") {
-            if (ReadInteger(av, &n)) {
-              k.correlation = n;
-              k.flags |= KernelEvent::kHasCorrelation;
-            }
-          } else if (akey == "External id" || akey == "external id") {
-            if (ReadInteger(av, &n)) {
-              k.external_id = n;
-              k.flags |= KernelEvent::kHasExternalId;
-            }
-          } else if (akey == "stream") {
-            if (ReadInteger(av, &n)) k.stream = static_cast<int32_t>(n);
-          } else if (akey == "device") {
-            if (ReadInteger(av, &n)) k.device = static_cast<int32_t>(n);
-          } else if (akey == "kind") {
-            k.flags |= KernelEvent::kHasKind;
-          }
-        }
-        if (err) break;
-      }
-    }
-    if (err) {
-      const char* where = nullptr;
-      if (doc.current_location().get(where) == simdjson::SUCCESS) return fail(err, where);
-      return fail(err, nullptr);
-    }
-    if (!have_cat) cat = {};
-    ++category_slot(cat);
-    if (IsKernelCategory(cat)) {
-      std::optional<int64_t> ts = MicrosToNanos(ts_raw);
-      std::optional<int64_t> dur = MicrosToNanos(dur_raw);
-      if (!ts || !dur) {
-        // On-Demand hands out raw tokens unvalidated: tell a malformed number from a value of
-        // another type (a string, null), which is counted, not fatal.
-        for (std::string_view raw : {ts_raw, dur_raw}) {
-          if (!raw.empty() && !MicrosToNanos(raw) && !IsNonNumericJsonValue(raw)) {
-            return absl::InvalidArgumentError(
-                StrCat(display_name, ": malformed JSON at byte ",
-                       chunk.begin + static_cast<uint64_t>(raw.data() - buf - 1),
-                       ": invalid number '", TrimRight(raw.substr(0, 32)), "'"));
-          }
-        }
-        ++out->kernels_with_bad_times;
-      }
-      k.ts_ns = ts.value_or(0);
-      k.dur_ns = dur.value_or(0);
-      if (!have_name) name = {};
-      auto [slot, inserted] = im.local_names.try_emplace(name, 0);
-      if (inserted) {
-        slot->second = static_cast<uint32_t>(out->name_count());
-        out->name_bytes.append(name);
-        out->name_offsets.push_back(static_cast<uint32_t>(out->name_bytes.size()));
-      }
-      k.name = slot->second;
-      if (k.flags & KernelEvent::kHasKind) ++out->evidence.kernels_with_kind;
-      out->kernels.push_back(k);
-    } else if (have_name && IsRuntimeCategory(cat)) {
-      if (StartsWith(name, "hip")) {
-        ++out->evidence.hip_runtime_calls;
-      } else if (StartsWith(name, "cuda")) {
-        ++out->evidence.cuda_runtime_calls;
-      }
+    ++CategorySlot(f.cat, out);
+    if (IsKernelCategory(f.cat)) {
+      absl::Status added = im.AddKernel(chunk, len, &f, display_name, out);
+      if (!added.ok()) return added;
+    } else if (f.have_name && IsRuntimeCategory(f.cat)) {
+      CountRuntimeCall(f, &out->evidence);
     }
   }
   return absl::OkStatus();
