@@ -201,109 +201,132 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::Load(const std::string& 
   return FromYaml(text.str(), name_or_path);
 }
 
-absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_view text,
-                                                                 const std::string& source) {
-  RuleFileError err(source);
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return err.AtLine(e.mark.line + 1, e.msg);
-  }
-  if (!root.IsMap())
-    return absl::InvalidArgumentError(StrCat(source, ": a rule file is a YAML map"));
+// RuleSet::FileReader turns a parsed rule file into a RuleSet, one section at a time. yaml-cpp
+// throws on type mismatches (a list where a string belongs): FromYaml turns those into errors
+// with their line.
+class RuleSet::FileReader {
+ public:
+  FileReader(const RuleFileError& err, RuleSet* set) : err_(err), set_(set) {}
 
-  auto set = std::make_shared<RuleSet>();
-  try {
+  absl::Status Read(const YAML::Node& root, const std::string& source) {
+    absl::Status st = CheckTopKeys(root);
+    if (st.ok()) st = ReadHeader(root, source);
+    if (st.ok()) st = ReadCategories(root);
+    if (st.ok()) st = ReadRules(root);
+    if (st.ok()) st = ReadDefault(root);
+    return st;
+  }
+
+ private:
+  absl::Status CheckTopKeys(const YAML::Node& root) const {
     static const absl::flat_hash_set<std::string, StringHash, StringEq> kTopKeys = {
         "name", "description", "extends", "caseless", "categories", "default", "rules"};
     for (const auto& kv : root) {
       std::string key = kv.first.as<std::string>();
-      if (!kTopKeys.contains(key)) return err.At(kv.first, StrCat("unknown key '", key, "'"));
+      if (!kTopKeys.contains(key)) return err_.At(kv.first, StrCat("unknown key '", key, "'"));
     }
-    set->name_ = root["name"] ? root["name"].as<std::string>() : source;
-    if (root["description"]) set->description_ = root["description"].as<std::string>();
-    bool caseless = root["caseless"] ? root["caseless"].as<bool>() : true;
+    return absl::OkStatus();
+  }
 
-    std::shared_ptr<const RuleSet> base;
-    if (root["extends"]) {
-      absl::StatusOr<std::shared_ptr<const RuleSet>> b =
-          LoadBuiltin(root["extends"].as<std::string>());
-      if (!b.ok()) return err.At(root["extends"], std::string(b.status().message()));
-      base = *b;
-    }
+  // ReadHeader() reads the name, description, default case and the base set, whose categories
+  // come first.
+  absl::Status ReadHeader(const YAML::Node& root, const std::string& source) {
+    set_->name_ = root["name"] ? root["name"].as<std::string>() : source;
+    if (root["description"]) set_->description_ = root["description"].as<std::string>();
+    caseless_ = root["caseless"] ? root["caseless"].as<bool>() : true;
+    if (!root["extends"]) return absl::OkStatus();
+    absl::StatusOr<std::shared_ptr<const RuleSet>> base =
+        LoadBuiltin(root["extends"].as<std::string>());
+    if (!base.ok()) return err_.At(root["extends"], std::string(base.status().message()));
+    base_ = *base;
+    set_->categories_ = base_->categories_;
+    return absl::OkStatus();
+  }
 
-    // Counted before the kMaxCategories check: no index taken yet.
-    auto has_category = [](const RuleSet& s, const std::string& c) {
-      return std::find(s.categories_.begin(), s.categories_.end(), c) != s.categories_.end();
-    };
-    auto add_category = [&](const std::string& c) {
-      if (!has_category(*set, c)) set->categories_.push_back(c);
-    };
-    if (base) set->categories_ = base->categories_;
-    if (root["categories"]) {
-      absl::flat_hash_set<std::string, StringHash, StringEq> seen;
-      for (const auto& c : root["categories"]) {
-        std::string name = c.as<std::string>();
-        if (!seen.insert(name).second) {
-          return err.At(c, StrCat("duplicate category '", name, "'"));
-        }
-        if (base && has_category(*base, name)) {
-          return err.At(c,
-                        StrCat("category '", name, "' is already defined by '", base->name(), "'"));
-        }
-        add_category(name);
+  absl::Status ReadCategories(const YAML::Node& root) {
+    if (!root["categories"]) return absl::OkStatus();
+    absl::flat_hash_set<std::string, StringHash, StringEq> seen;
+    for (const auto& c : root["categories"]) {
+      std::string name = c.as<std::string>();
+      if (!seen.insert(name).second) return err_.At(c, StrCat("duplicate category '", name, "'"));
+      if (base_ && Has(base_->categories_, name)) {
+        return err_.At(c,
+                       StrCat("category '", name, "' is already defined by '", base_->name(), "'"));
       }
+      AddCategory(name);
     }
+    return absl::OkStatus();
+  }
 
-    PredicateParser preds{err, caseless, &set->platform_dependent_};
+  // ReadRules() reads this file's rules, then appends the base set's: a file's own rules take
+  // precedence.
+  absl::Status ReadRules(const YAML::Node& root) {
+    PredicateParser predicates{err_, caseless_, &set_->platform_dependent_};
     if (root["rules"]) {
-      if (!root["rules"].IsSequence()) return err.At(root["rules"], "'rules' is a list");
-      for (const auto& r : root["rules"]) {
-        if (!r.IsMap()) return err.At(r, "a rule is a map with 'category' and predicates");
+      if (!root["rules"].IsSequence()) return err_.At(root["rules"], "'rules' is a list");
+      for (const auto& node : root["rules"]) {
         Rule rule;
-        rule.line = r.Mark().line + 1;
-        if (!r["category"]) return err.At(r, "rule without 'category'");
-        rule.category = r["category"].as<std::string>();
-        if (rule.category.empty()) return err.At(r["category"], "empty category");
-        if (r["pattern"]) rule.pattern = r["pattern"].as<std::string>();
-        bool has_predicate = false;
-        for (const auto& kv : r) has_predicate |= IsPredicateKey(kv.first.as<std::string>());
-        if (!has_predicate) return err.At(r, "rule without a predicate");
-        absl::Status s = preds.ParseMap(r, &rule.when, {"category", "pattern", "description"});
-        if (!s.ok()) return s;
-        add_category(rule.category);
-        set->rules_.push_back(std::move(rule));
+        absl::Status st = ReadRule(node, &predicates, &rule);
+        if (!st.ok()) return st;
+        AddCategory(rule.category);
+        set_->rules_.push_back(std::move(rule));
       }
     }
-    if (base) {
-      set->platform_dependent_ |= base->platform_dependent_;
-      for (const Rule& r : base->rules_) set->rules_.push_back(r);
-      set->fallback_ = base->fallback_;
-    } else {
-      set->fallback_.category = "Other";
+    if (base_) {
+      set_->platform_dependent_ |= base_->platform_dependent_;
+      for (const Rule& r : base_->rules_) set_->rules_.push_back(r);
     }
-    if (root["default"]) {
-      const YAML::Node& d = root["default"];
-      if (!d.IsMap() || !d["category"]) return err.At(d, "'default' is a map with 'category'");
-      set->fallback_.category = d["category"].as<std::string>();
-      set->fallback_.pattern = d["pattern"] ? d["pattern"].as<std::string>() : "";
-      set->fallback_.line = d.Mark().line + 1;
+    return absl::OkStatus();
+  }
+
+  absl::Status ReadRule(const YAML::Node& r, PredicateParser* predicates, Rule* rule) const {
+    if (!r.IsMap()) return err_.At(r, "a rule is a map with 'category' and predicates");
+    rule->line = r.Mark().line + 1;
+    if (!r["category"]) return err_.At(r, "rule without 'category'");
+    rule->category = r["category"].as<std::string>();
+    if (rule->category.empty()) return err_.At(r["category"], "empty category");
+    if (r["pattern"]) rule->pattern = r["pattern"].as<std::string>();
+    bool has_predicate = false;
+    for (const auto& kv : r) has_predicate |= IsPredicateKey(kv.first.as<std::string>());
+    if (!has_predicate) return err_.At(r, "rule without a predicate");
+    return predicates->ParseMap(r, &rule->when, {"category", "pattern", "description"});
+  }
+
+  // ReadDefault() sets the fallback rule: the file's `default`, else the base set's, else Other.
+  absl::Status ReadDefault(const YAML::Node& root) {
+    set_->fallback_.category = "Other";
+    if (base_) set_->fallback_ = base_->fallback_;
+    if (const YAML::Node& d = root["default"]) {
+      if (!d.IsMap() || !d["category"]) return err_.At(d, "'default' is a map with 'category'");
+      set_->fallback_.category = d["category"].as<std::string>();
+      set_->fallback_.pattern = d["pattern"] ? d["pattern"].as<std::string>() : "";
+      set_->fallback_.line = d.Mark().line + 1;
     }
-    add_category(set->fallback_.category);
-  } catch (const YAML::Exception& e) {
-    return err.AtLine(e.mark.line + 1, e.msg);
+    AddCategory(set_->fallback_.category);
+    return absl::OkStatus();
   }
-  if (set->rules_.size() >= UINT16_MAX)
-    return absl::InvalidArgumentError(StrCat(source, ": too many rules"));
-  if (set->categories_.size() > kMaxCategories) {
-    return absl::InvalidArgumentError(StrCat(source, ": too many categories (",
-                                             set->categories_.size(), "; at most ", kMaxCategories,
-                                             ")"));
+
+  static bool Has(const std::vector<std::string>& categories, const std::string& c) {
+    return std::find(categories.begin(), categories.end(), c) != categories.end();
   }
-  // Regexes are checked here so that errors carry their line.
+  // Categories are counted before the kMaxCategories check: no CategoryId is taken yet.
+  void AddCategory(const std::string& c) {
+    if (!Has(set_->categories_, c)) set_->categories_.push_back(c);
+  }
+
+  const RuleFileError& err_;
+  RuleSet* set_;
+  bool caseless_ = true;
+  std::shared_ptr<const RuleSet> base_;
+};
+
+namespace {
+
+// CheckRegexes() compiles each regex alone, so that an error names its line (the classifier's
+// one multi-pattern database could only name the rule set).
+absl::Status CheckRegexes(const RuleSet& set, const RuleFileError& err) {
   std::vector<const Predicate*> stack;
-  for (const Rule& r : set->rules_) stack.push_back(&r.when);
+  for (const Rule& r : set.rules()) stack.push_back(&r.when);
   while (!stack.empty()) {
     const Predicate* p = stack.back();
     stack.pop_back();
@@ -320,6 +343,36 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_vie
     }
     hs_free_database(db);
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_view text,
+                                                                 const std::string& source) {
+  RuleFileError err(source);
+  YAML::Node root;
+  auto set = std::make_shared<RuleSet>();
+  try {
+    root = YAML::Load(std::string(text));
+    if (!root.IsMap()) {
+      return absl::InvalidArgumentError(StrCat(source, ": a rule file is a YAML map"));
+    }
+    absl::Status read = FileReader(err, set.get()).Read(root, source);
+    if (!read.ok()) return read;
+  } catch (const YAML::Exception& e) {
+    return err.AtLine(e.mark.line + 1, e.msg);
+  }
+  if (set->rules_.size() >= UINT16_MAX) {
+    return absl::InvalidArgumentError(StrCat(source, ": too many rules"));
+  }
+  if (set->categories_.size() > kMaxCategories) {
+    return absl::InvalidArgumentError(StrCat(source, ": too many categories (",
+                                             set->categories_.size(), "; at most ", kMaxCategories,
+                                             ")"));
+  }
+  absl::Status regexes = CheckRegexes(*set, err);
+  if (!regexes.ok()) return regexes;
   return std::shared_ptr<const RuleSet>(std::move(set));
 }
 

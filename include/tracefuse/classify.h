@@ -68,6 +68,8 @@ class RuleSet {
   bool platform_dependent() const { return platform_dependent_; }
 
  private:
+  class FileReader;  // reads a rule file's sections (classify.cc)
+
   std::string name_;
   std::string description_;
   std::vector<Rule> rules_;
