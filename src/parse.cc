@@ -360,13 +360,10 @@ absl::StatusOr<TraceMetadata> ParseTraceMetadata(std::string_view json,
   for (auto [key, value] : top) {
     meta.keys.emplace_back(key);
     if (key == "deviceProperties") {
-      meta.has_device_properties = true;
       simdjson::dom::array devices;
       if (value.get_array().get(devices) == simdjson::SUCCESS) {
-        meta.device_count = static_cast<int>(devices.size());
         simdjson::dom::object first;
-        if (meta.device_count > 0 && devices.at(0).get_object().get(first) == simdjson::SUCCESS) {
-          meta.first_device_is_object = true;
+        if (devices.size() > 0 && devices.at(0).get_object().get(first) == simdjson::SUCCESS) {
           std::string_view name;
           if (first["name"].get_string().get(name) == simdjson::SUCCESS)
             meta.gpu_name = std::string(name);
@@ -383,9 +380,6 @@ absl::StatusOr<TraceMetadata> ParseTraceMetadata(std::string_view json,
       meta.has_cuda_runtime_version = true;
     } else if (key == "hip_runtime_version") {
       meta.has_hip_runtime_version = true;
-    } else if (key == "traceName") {
-      std::string_view s;
-      if (value.get_string().get(s) == simdjson::SUCCESS) meta.trace_name = std::string(s);
     } else if (key == "baseTimeNanoseconds") {
       int64_t base;
       if (value.get_int64().get(base) == simdjson::SUCCESS) meta.base_time_ns = base;

@@ -61,13 +61,13 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const std::vector<RuleId>& 
   p.kernels_with_bad_times += chunk.kernels_with_bad_times;
   p.kernel_count += chunk.kernels.size();
   p.evidence.Add(chunk.evidence);
-  for (const auto& [cat, count] : chunk.categories) {
+  for (const std::pair<std::string, uint64_t>& added : chunk.categories) {
     auto it = std::find_if(p.event_categories.begin(), p.event_categories.end(),
-                           [&](const auto& e) { return e.first == cat; });
+                           [&](const auto& e) { return e.first == added.first; });
     if (it == p.event_categories.end()) {
-      p.event_categories.emplace_back(cat, count);
+      p.event_categories.push_back(added);
     } else {
-      it->second += count;
+      it->second += added.second;
     }
   }
 

@@ -97,10 +97,7 @@ class ChunkParser {
 
 // What tracefuse uses of the top-level keys (everything but the events).
 struct TraceMetadata {
-  std::vector<std::string> keys;  // top-level keys in file order
-  bool has_device_properties = false;
-  int device_count = 0;
-  bool first_device_is_object = false;
+  std::vector<std::string> keys;        // top-level keys in file order
   std::optional<std::string> gpu_name;  // deviceProperties[0].name
   std::optional<int64_t> warp_size;     // deviceProperties[0].warpSize
   bool has_roctracer_version = false;
@@ -108,7 +105,6 @@ struct TraceMetadata {
   bool has_cupti_version = false;
   bool has_cuda_runtime_version = false;
   bool has_hip_runtime_version = false;
-  std::string trace_name;
   std::optional<int64_t> base_time_ns;
 };
 
