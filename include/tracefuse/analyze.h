@@ -1,4 +1,4 @@
-// Stage 6: the fusion comparison of two reduced traces.
+// Stage 6, library tracefuse_analyze (after reduce): the fusion comparison of two reduced traces.
 //
 // Reproduces wafer-core's analyze_fusion_differences (../shared/spec/reference-trace-compare.md
 // §4) result for result, but not cost for cost: group matching buckets trace-2 groups by

@@ -1,4 +1,5 @@
-// Stage 4 of the pipeline: kernel-name classification driven by rule sets.
+// Stage 4, library tracefuse_classify (after parse): kernel-name classification driven by rule
+// sets.
 //
 // A rule set is data (YAML; the built-in ones live in data/rules/ and are embedded in the binary):
 // ordered rules, each giving a category (and optionally a pattern label) to the names for which

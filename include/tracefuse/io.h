@@ -1,4 +1,4 @@
-// Stage 1 of the pipeline: input bytes.
+// Stage 1, library tracefuse_io: input bytes.
 //
 // A trace is read as a sequence of Blocks whose memory stays valid for as long as any copy of the
 // Block is alive, so downstream stages can hold on to a byte range without copying it. Blocks are

@@ -1,4 +1,5 @@
-// Stage 3 of the pipeline: simdjson On-Demand over event chunks, giving compact kernel records.
+// Stage 3, library tracefuse_parse (after scan): simdjson On-Demand over event chunks, giving
+// compact kernel records. platform.h belongs to the same library.
 //
 // One ChunkParser per worker thread: its simdjson parser and its padded input buffer are sized
 // once and reused, because first-touch page faults on fresh memory (about 0.3 GB/s here) would

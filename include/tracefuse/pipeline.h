@@ -1,4 +1,5 @@
-// The flow graph: the one place where the stages are wired together.
+// Library tracefuse_pipeline (after analyze): the flow graph, the one place where the stages are
+// wired together.
 //
 //   source (serial: read + split) -> limiter -> parse + classify (parallel) -> sequencer
 //     -> reduce (serial, in input order) -> back to the limiter

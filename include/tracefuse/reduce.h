@@ -1,4 +1,4 @@
-// Stage 5 of the pipeline: per-trace reduction.
+// Stage 5, library tracefuse_reduce (after classify): per-trace reduction.
 //
 // The reducer consumes parsed chunks in input order and keeps, per trace: every distinct kernel
 // name once (interned, with its classification, count and total time), correlation groups in

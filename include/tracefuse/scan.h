@@ -1,4 +1,4 @@
-// Stage 2 of the pipeline: the event splitter.
+// Stage 2, library tracefuse_scan (after io): the event splitter.
 //
 // Cuts the element list of the top-level `traceEvents` array (or of a bare top-level array) into
 // chunks of whole events, ready for simdjson, without parsing them. It classifies every byte as in

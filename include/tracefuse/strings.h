@@ -1,4 +1,4 @@
-// Small string helpers shared by every stage.
+// Library tracefuse_base: small string helpers shared by every stage.
 //
 // Debian's Abseil is built with its own absl::string_view, distinct from std::string_view, so
 // the project formats with {fmt} and keys hash maps by std::string with std::string_view lookup.
