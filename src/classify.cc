@@ -401,6 +401,27 @@ std::string EscapeLiteral(std::string_view s) {
   return out;
 }
 
+// Patterns collects the Hyperscan expressions of a rule set, one per distinct literal or regex
+// (with its flags).
+struct Patterns {
+  std::vector<std::string> expressions;
+  std::vector<unsigned> flags;
+  StringMap<uint32_t> ids;  // flags + "/" + expression -> index
+
+  uint32_t Id(const Predicate& p) {
+    std::string expr = p.kind == Predicate::Kind::kRegex    ? p.text
+                       : p.kind == Predicate::Kind::kPrefix ? "^" + EscapeLiteral(p.text)
+                                                            : EscapeLiteral(p.text);
+    unsigned f = HS_FLAG_SINGLEMATCH | (p.caseless ? HS_FLAG_CASELESS : 0);
+    auto [it, inserted] = ids.try_emplace(StrCat(f, "/", expr), expressions.size());
+    if (inserted) {
+      expressions.push_back(std::move(expr));
+      flags.push_back(f);
+    }
+    return it->second;
+  }
+};
+
 }  // namespace
 
 struct Classifier::Impl {
@@ -419,6 +440,9 @@ struct Classifier::Impl {
     }
   };
   mutable std::unique_ptr<tbb::enumerable_thread_specific<ThreadState>> states;
+
+  uint32_t Flatten(const Predicate& p, Patterns* patterns);
+  absl::Status Compile(const Patterns& patterns, const std::string& set_name);
 
   ~Impl() {
     states.reset();
@@ -454,83 +478,75 @@ Classifier::Classifier(std::shared_ptr<const RuleSet> rules)
     : rules_(std::move(rules)), impl_(std::make_unique<Impl>()) {}
 Classifier::~Classifier() = default;
 
-absl::StatusOr<std::shared_ptr<const Classifier>> Classifier::Create(
-    std::shared_ptr<const RuleSet> rules) {
-  std::shared_ptr<Classifier> c(new Classifier(std::move(rules)));
-  Impl& im = *c->impl_;
-  const RuleSet& set = *c->rules_;
-
-  std::vector<std::string> expressions;
-  std::vector<unsigned> flags;
-  StringMap<uint32_t> ids;  // expression + flags -> id
-
-  // Children are laid out after their parent is created, so indices are assigned recursively.
-  std::function<uint32_t(const Predicate&)> flatten = [&](const Predicate& p) -> uint32_t {
-    uint32_t index = static_cast<uint32_t>(im.nodes.size());
-    im.nodes.push_back(Node{p.kind, 0, 0, 0});
-    switch (p.kind) {
-      case Predicate::Kind::kContains:
-      case Predicate::Kind::kPrefix:
-      case Predicate::Kind::kRegex: {
-        std::string expr = p.kind == Predicate::Kind::kRegex    ? p.text
-                           : p.kind == Predicate::Kind::kPrefix ? "^" + EscapeLiteral(p.text)
-                                                                : EscapeLiteral(p.text);
-        unsigned f = HS_FLAG_SINGLEMATCH | (p.caseless ? HS_FLAG_CASELESS : 0);
-        auto [it, inserted] = ids.try_emplace(StrCat(f, "/", expr), expressions.size());
-        if (inserted) {
-          expressions.push_back(expr);
-          flags.push_back(f);
-        }
-        im.nodes[index].value = it->second;
-        break;
-      }
-      case Predicate::Kind::kPlatform:
-        im.nodes[index].value = static_cast<uint32_t>(p.platform);
-        break;
-      default: {
-        std::vector<uint32_t> kids;
-        for (const Predicate& child : p.children) kids.push_back(flatten(child));
-        im.nodes[index].first_child = static_cast<uint32_t>(im.children.size());
-        im.nodes[index].child_count = static_cast<uint32_t>(kids.size());
-        im.children.insert(im.children.end(), kids.begin(), kids.end());
-      }
+// Impl::Flatten() lays predicate `p` out in `nodes`, its children after it, and gives each
+// literal or regex leaf the id of its Hyperscan pattern (shared by equal patterns).
+uint32_t Classifier::Impl::Flatten(const Predicate& p, Patterns* patterns) {
+  const uint32_t index = static_cast<uint32_t>(nodes.size());
+  nodes.push_back(Node{p.kind, 0, 0, 0});
+  switch (p.kind) {
+    case Predicate::Kind::kContains:
+    case Predicate::Kind::kPrefix:
+    case Predicate::Kind::kRegex:
+      nodes[index].value = patterns->Id(p);
+      break;
+    case Predicate::Kind::kPlatform:
+      nodes[index].value = static_cast<uint32_t>(p.platform);
+      break;
+    default: {
+      std::vector<uint32_t> kids;
+      for (const Predicate& child : p.children) kids.push_back(Flatten(child, patterns));
+      nodes[index].first_child = static_cast<uint32_t>(children.size());
+      nodes[index].child_count = static_cast<uint32_t>(kids.size());
+      children.insert(children.end(), kids.begin(), kids.end());
     }
-    return index;
-  };
-  for (const Rule& r : set.rules()) {
-    im.rule_roots.push_back(flatten(r.when));
-    c->rule_category_.push_back(*set.category_index(r.category));
   }
-  c->rule_category_.push_back(*set.category_index(set.fallback().category));
+  return index;
+}
 
-  im.words = (expressions.size() + 63) / 64;
-  if (!expressions.empty()) {
+// Impl::Compile() builds the one multi-pattern database and the scratch each thread clones.
+absl::Status Classifier::Impl::Compile(const Patterns& patterns, const std::string& set_name) {
+  words = (patterns.expressions.size() + 63) / 64;
+  if (!patterns.expressions.empty()) {
     std::vector<const char*> exprs;
-    std::vector<unsigned> hs_ids;
-    for (size_t i = 0; i < expressions.size(); ++i) {
-      exprs.push_back(expressions[i].c_str());
-      hs_ids.push_back(static_cast<unsigned>(i));
+    std::vector<unsigned> ids;
+    for (size_t i = 0; i < patterns.expressions.size(); ++i) {
+      exprs.push_back(patterns.expressions[i].c_str());
+      ids.push_back(static_cast<unsigned>(i));
     }
     hs_compile_error_t* compile_error = nullptr;
-    if (hs_compile_multi(exprs.data(), flags.data(), hs_ids.data(),
-                         static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &im.db,
+    if (hs_compile_multi(exprs.data(), patterns.flags.data(), ids.data(),
+                         static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &db,
                          &compile_error) != HS_SUCCESS) {
-      std::string msg = StrCat("rule set '", set.name(), "': Hyperscan compile failed: ",
+      std::string msg = StrCat("rule set '", set_name, "': Hyperscan compile failed: ",
                                compile_error ? compile_error->message : "unknown error");
       hs_free_compile_error(compile_error);
       return absl::InvalidArgumentError(msg);
     }
-    if (hs_alloc_scratch(im.db, &im.prototype) != HS_SUCCESS) {
+    if (hs_alloc_scratch(db, &prototype) != HS_SUCCESS) {
       return absl::ResourceExhaustedError("cannot allocate Hyperscan scratch");
     }
   }
-  Impl* raw = c->impl_.get();
-  im.states = std::make_unique<tbb::enumerable_thread_specific<Impl::ThreadState>>([raw] {
-    Impl::ThreadState s;
-    if (raw->prototype) hs_clone_scratch(raw->prototype, &s.scratch);
-    s.bits.assign(std::max<size_t>(raw->words, 1), 0);
+  states = std::make_unique<tbb::enumerable_thread_specific<ThreadState>>([this] {
+    ThreadState s;
+    if (prototype) hs_clone_scratch(prototype, &s.scratch);
+    s.bits.assign(std::max<size_t>(words, 1), 0);
     return s;
   });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const Classifier>> Classifier::Create(
+    std::shared_ptr<const RuleSet> rules) {
+  std::shared_ptr<Classifier> c(new Classifier(std::move(rules)));
+  const RuleSet& set = *c->rules_;
+  Patterns patterns;
+  for (const Rule& r : set.rules()) {
+    c->impl_->rule_roots.push_back(c->impl_->Flatten(r.when, &patterns));
+    c->rule_category_.push_back(*set.category_index(r.category));
+  }
+  c->rule_category_.push_back(*set.category_index(set.fallback().category));
+  absl::Status compiled = c->impl_->Compile(patterns, set.name());
+  if (!compiled.ok()) return compiled;
   return std::shared_ptr<const Classifier>(std::move(c));
 }
 
