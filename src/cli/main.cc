@@ -21,7 +21,12 @@
 #include "tracefuse/analyze.h"
 #include "tracefuse/classify.h"
 #include "tracefuse/pipeline.h"
-#include "tracefuse/report.h"
+#include "tracefuse/report/breakdown.h"
+#include "tracefuse/report/fusion.h"
+#include "tracefuse/report/json.h"
+#include "tracefuse/report/output_file.h"
+#include "tracefuse/report/rules.h"
+#include "tracefuse/report/stats.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {

@@ -1,0 +1,44 @@
+// Stage 7, report: `tracefuse compare`, the fusion comparison of two traces for people (text,
+// markdown) and programs (JSON, CSV).
+#ifndef TRACEFUSE_REPORT_FUSION_H_
+#define TRACEFUSE_REPORT_FUSION_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "tracefuse/analyze.h"
+#include "tracefuse/reduce.h"
+#include "tracefuse/report/output_file.h"
+
+namespace tracefuse {
+
+// CompareContext is what a fusion report shows besides the analysis itself: the traces it was
+// made from and how the user named them.
+struct CompareContext {
+  PerSide<const TraceProfile*> traces{};
+  PerSide<std::string> labels;  // names for the two sides in text, markdown and CSV
+  uint32_t min_group_size = kDefaultMinGroupSize;
+  double read_seconds = 0;     // both traces streamed and reduced (concurrently)
+  double analyze_seconds = 0;  // the merge stage
+};
+
+// WriteFusionJson() streams the report to `out` in the reference's schema, byte for byte as
+// Python's json.dumps(indent=2) writes it: its values exactly, "Trace 1" and "Trace 2" in
+// platform fields and evidence whatever the labels, infinities as null. It adds one key,
+// "tracefuse", with what the reference does not report (labels, paths, timings).
+absl::Status WriteFusionJson(const FusionReport& report, const CompareContext& context,
+                             OutputFile* out);
+
+// FusionText() is the report for people: the traces, kernel types side by side, the top fusion
+// opportunities and the fusion mappings with equal evidence folded together. `markdown` gives
+// the same layout as a Markdown document (tables, headings, lists).
+std::string FusionText(const FusionReport& report, const CompareContext& context, bool markdown);
+
+// FusionCsv() has one row per kernel type with both sides' counts and times, their ratios and
+// the type's fusion opportunity, if any, for spreadsheets.
+std::string FusionCsv(const FusionReport& report, const CompareContext& context);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_REPORT_FUSION_H_

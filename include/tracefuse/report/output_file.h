@@ -1,0 +1,41 @@
+// Stage 7, report: where every command's output goes. Outputs are written atomically so that a
+// failed or killed run never leaves a partial file behind for a script to pick up.
+#ifndef TRACEFUSE_REPORT_OUTPUT_FILE_H_
+#define TRACEFUSE_REPORT_OUTPUT_FILE_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tracefuse {
+
+// OutputFile is an output written through a temporary file in the same directory and renamed
+// into place by Commit(), so a failed or killed run never leaves a partial file; dropping it
+// uncommitted removes the temporary. "-" is standard output. Append() may be called many times,
+// so a large report is streamed rather than built in memory.
+class OutputFile {
+ public:
+  static absl::StatusOr<OutputFile> Open(const std::string& path);
+  OutputFile(OutputFile&& other) noexcept;
+  OutputFile& operator=(OutputFile&&) = delete;
+  ~OutputFile();
+  absl::Status Append(std::string_view data);
+  absl::Status Commit();
+
+ private:
+  OutputFile() = default;
+  std::string path_;
+  std::string tmp_;  // empty for standard output and once committed
+  int fd_ = -1;
+  bool failed_ = false;
+};
+
+// WriteOutput() writes `content` to `path` as one OutputFile, for outputs small enough to be
+// built in memory first.
+absl::Status WriteOutput(const std::string& path, std::string_view content);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_REPORT_OUTPUT_FILE_H_

@@ -1,0 +1,22 @@
+// Stage 7, report: `tracefuse stats`, one trace's shape.
+#ifndef TRACEFUSE_REPORT_STATS_H_
+#define TRACEFUSE_REPORT_STATS_H_
+
+#include <string>
+
+#include "tracefuse/reduce.h"
+#include "tracefuse/report/json.h"
+
+namespace tracefuse {
+
+// StatsJson() describes `profile`: platform and why, GPU, bytes, events per category, kernels,
+// correlation groups and kernel time per category. `elapsed_seconds` is the command's wall
+// time, reported with the throughput it implies.
+Json StatsJson(const TraceProfile& profile, double elapsed_seconds);
+
+// StatsText() is StatsJson() for people: one aligned "key value" line each.
+std::string StatsText(const TraceProfile& profile, double elapsed_seconds);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_REPORT_STATS_H_

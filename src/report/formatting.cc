@@ -1,0 +1,51 @@
+#include "report/formatting.h"
+
+#include <cmath>
+
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+
+double Millis(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+double Micros(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+double MillisAsMicros(int64_t ns) { return Millis(ns) * 1000; }
+
+int64_t KernelTimeNs(const TraceProfile& profile) {
+  int64_t total = 0;
+  for (int64_t ns : profile.name_time_ns) total += ns;
+  return total;
+}
+
+std::string GpuText(const TraceProfile& profile) {
+  return profile.gpu.empty() ? "(GPU not named)" : profile.gpu;
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? StrCat(bytes, " B") : fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+std::string RatioText(double ratio) {
+  if (std::isinf(ratio)) return "inf";
+  return fmt::format("{:.2f}x", ratio);
+}
+
+std::string CsvField(const std::string& field) {
+  if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
+  std::string quoted = "\"";
+  for (char ch : field) {
+    if (ch == '"') quoted += '"';
+    quoted += ch;
+  }
+  return quoted + "\"";
+}
+
+}  // namespace tracefuse

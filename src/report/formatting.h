@@ -1,0 +1,41 @@
+// Internal to the report stage: the small formatting helpers its outputs share, so that a
+// number reads the same in every format.
+#ifndef TRACEFUSE_SRC_REPORT_FORMATTING_H_
+#define TRACEFUSE_SRC_REPORT_FORMATTING_H_
+
+#include <cstdint>
+#include <string>
+
+#include "tracefuse/reduce.h"
+
+namespace tracefuse {
+
+// Millis() converts nanoseconds to milliseconds, the unit of the people-facing reports.
+double Millis(int64_t ns);
+
+// Micros() converts nanoseconds to microseconds directly (`stats`).
+double Micros(int64_t ns);
+
+// MillisAsMicros() is Millis(ns) * 1000: `breakdown` and the fusion JSON report microseconds
+// computed so, which can differ from Micros() in the last bit, and their outputs are pinned.
+double MillisAsMicros(int64_t ns);
+
+// KernelTimeNs() is the summed duration of every kernel of `profile`.
+int64_t KernelTimeNs(const TraceProfile& profile);
+
+// GpuText() is the trace's GPU name, or "(GPU not named)" when the trace names none.
+std::string GpuText(const TraceProfile& profile);
+
+// HumanBytes() is a byte count in binary units with one decimal: "1.5 GiB", "12 B".
+std::string HumanBytes(uint64_t bytes);
+
+// RatioText() is a ratio as "1.25x", or "inf" for the reference's float('inf').
+std::string RatioText(double ratio);
+
+// CsvField() quotes a field as RFC 4180 wants: when it holds a separator, a quote or a line
+// break, with quotes doubled. Kernel names hold commas.
+std::string CsvField(const std::string& field);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_SRC_REPORT_FORMATTING_H_

@@ -1,0 +1,167 @@
+// `tracefuse compare --format json`: the reference's schema, streamed, plus "tracefuse".
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "report/formatting.h"
+#include "report/fusion_view.h"
+#include "report/py_json_writer.h"
+#include "tracefuse/report/fusion.h"
+
+namespace tracefuse {
+namespace {
+
+// The reference's key of a per-trace value: "trace1_gpu", "trace2_gpu".
+std::string TraceKey(Side side, std::string_view key) {
+  return std::string(side == Side::kTrace1 ? "trace1_" : "trace2_").append(key);
+}
+
+template <typename T>
+void PerTraceFields(std::string_view key, const std::array<T, 2>& values, PyJsonWriter* w) {
+  for (Side s : kSides) w->Field(TraceKey(s, key), OfSide(values, s));
+}
+
+void MetadataJson(const FusionReport& r, const CompareContext& c, PyJsonWriter* w) {
+  PerSide<std::string> gpus;
+  for (Side s : kSides) gpus[s] = ReferenceGpuName(c.traces[s]->metadata);
+  w->Key("metadata");
+  w->BeginObject();
+  PerTraceFields("gpu", gpus, w);
+  PerTraceFields("total_kernels", r.total_kernels, w);
+  PerTraceFields("correlation_groups", r.large_groups, w);
+  w->Field("matched_groups", r.matched_groups);
+  w->EndObject();
+}
+
+void GlobalCountsJson(const FusionReport& r, PyJsonWriter* w) {
+  w->Key("global_counts");
+  w->BeginObject();
+  for (const GlobalCount& g : r.global_counts) {
+    w->Key(g.type);
+    w->BeginObject();
+    w->Field("trace1_count", g.trace1);
+    w->Field("trace2_count", g.trace2);
+    w->Field("ratio", g.ratio);
+    w->EndObject();
+  }
+  w->EndObject();
+}
+
+void OpportunityJson(const FusionOpportunity& o, PyJsonWriter* w) {
+  w->BeginObject();
+  w->Field("kernel_type", o.kernel_type);
+  w->Field("trace1_total", o.trace1_total);
+  w->Field("trace2_total", o.trace2_total);
+  if (o.avg_is_integer_zero) {
+    w->Field("trace1_avg_per_group", 0);
+    w->Field("trace2_avg_per_group", 0);
+  } else {
+    w->Field("trace1_avg_per_group", o.trace1_avg_per_group);
+    w->Field("trace2_avg_per_group", o.trace2_avg_per_group);
+  }
+  w->Field("trace1_time_ms", o.trace1_time_ms);
+  w->Field("trace2_time_ms", o.trace2_time_ms);
+  w->Field("time_ratio", o.time_ratio);
+  w->Field("ratio", o.ratio);
+  w->Field("fused_by", ReferenceLabels()[o.fused_by]);
+  w->Field("groups_affected", o.groups_affected);
+  w->Field("total_groups", o.total_groups);
+  w->EndObject();
+}
+
+void MappingJson(const FusionMapping& m, const std::vector<std::string>& categories,
+                 PyJsonWriter* w) {
+  w->BeginObject();
+  w->Field("fused_platform", ReferenceLabels()[m.fused_side]);
+  w->Field("fused_kernel_type", categories[m.fused_type]);
+  w->Field("fused_count", m.fused_count);
+  w->Field("unfused_platform", ReferenceLabels()[Opposite(m.fused_side)]);
+  w->Key("unfused_sequence");
+  w->BeginArray();
+  for (CategoryId t : m.UnfusedSequence()) w->Value(categories[t]);
+  w->EndArray();
+  w->Key("unfused_count_per_type");
+  w->BeginObject();
+  for (const auto& [type, n] : m.UnfusedCountPerType()) w->Field(categories[type], n);
+  w->EndObject();
+  w->Field("pattern_count", m.pattern_count);
+  w->Field("pattern_confidence", m.pattern_confidence);
+  w->Field("evidence", Evidence(m, categories, ReferenceLabels()));
+  if (m.correlation_groups) {
+    w->Field("correlation_group_trace1", m.correlation_groups->first);
+    w->Field("correlation_group_trace2", m.correlation_groups->second);
+  }
+  w->EndObject();
+}
+
+// One side's trace as "tracefuse"."traces" describes it; `types` in the rule set's order.
+void TraceJson(Side s, const FusionSide& side, const std::vector<FusionTypeRow>& types,
+               PyJsonWriter* w) {
+  const TraceProfile& p = *side.profile;
+  w->BeginObject();
+  w->Field("label", side.label);
+  w->Field("path", p.path);
+  w->Field("platform", PlatformName(p.platform));
+  w->Field("platform_evidence", p.platform_evidence);
+  w->Field("gpu", p.gpu);
+  w->Field("bytes", p.input_bytes);
+  w->Field("file_bytes", p.file_bytes);
+  w->Field("kernels", p.kernel_count);
+  w->Field("kernel_time_us", MillisAsMicros(side.kernel_time_ns));
+  w->Key("kernel_time_us_by_category");
+  w->BeginObject();
+  for (const FusionTypeRow& row : types) {
+    if (row.kernels[s] > 0) w->Field(row.name, MillisAsMicros(row.time_ns[s]));
+  }
+  w->EndObject();
+  w->EndObject();
+}
+
+// What the reference does not report.
+void TracefuseJson(const FusionReport& r, const CompareContext& c, PyJsonWriter* w) {
+  const PerSide<FusionSide> sides = FusionSides(r, c);
+  const std::vector<FusionTypeRow> types = FusionTypeRows(r, c);
+  w->Key("tracefuse");
+  w->BeginObject();
+  w->Field("version", TRACEFUSE_VERSION);
+  w->Field("rule_set", c.traces[Side::kTrace1]->classifier->rule_set().name());
+  w->Field("min_group_size", c.min_group_size);
+  w->Key("traces");
+  w->BeginArray();
+  for (Side s : kSides) TraceJson(s, sides[s], types, w);
+  w->EndArray();
+  w->Key("timings_seconds");
+  w->BeginObject();
+  w->Field("read_and_reduce", c.read_seconds);
+  w->Field("analyze", c.analyze_seconds);
+  w->EndObject();
+  w->EndObject();
+}
+
+}  // namespace
+
+absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, OutputFile* sink) {
+  std::string out;
+  PyJsonWriter w(&out, sink);
+  w.BeginObject();
+  MetadataJson(r, c, &w);
+  GlobalCountsJson(r, &w);
+  w.Key("fusion_opportunities");
+  w.BeginArray();
+  for (const FusionOpportunity& o : r.opportunities) OpportunityJson(o, &w);
+  w.EndArray();
+  w.Key("fusion_mappings");
+  w.BeginArray();
+  for (const FusionMapping& m : r.mappings) {
+    MappingJson(m, r.categories, &w);
+    absl::Status st = w.MaybeFlush();
+    if (!st.ok()) return st;
+  }
+  w.EndArray();
+  TracefuseJson(r, c, &w);
+  w.EndObject();
+  out += '\n';
+  return sink->Append(out);
+}
+
+}  // namespace tracefuse

@@ -1,0 +1,184 @@
+// `tracefuse compare --format text` and `--format markdown`: one layout, two markups.
+#include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fmt/format.h"
+#include "report/formatting.h"
+#include "report/fusion_view.h"
+#include "tracefuse/report/fusion.h"
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+namespace {
+
+constexpr size_t kTypeColumns = 6;
+using TypeCells = std::array<std::string, kTypeColumns>;
+
+// The cells of a kernel type's row after its name: counts, count ratio, times, time ratio.
+TypeCells TypeRowCells(const FusionTypeRow& row) {
+  return {Thousands(row.kernels[Side::kTrace1]),
+          Thousands(row.kernels[Side::kTrace2]),
+          RatioText(row.count_ratio),
+          fmt::format("{:.3f}", Millis(row.time_ns[Side::kTrace1])),
+          fmt::format("{:.3f}", Millis(row.time_ns[Side::kTrace2])),
+          RatioText(row.time_ratio)};
+}
+
+// FusionPage lays a FusionView out as the text or the markdown report, section by section: the
+// two formats share every line and differ in markup only.
+class FusionPage {
+ public:
+  FusionPage(const FusionView& view, bool markdown) : view_(view), markdown_(markdown) {}
+
+  std::string Render() && {
+    Header();
+    TypeTable();
+    Opportunities();
+    Mappings();
+    return std::move(out_);
+  }
+
+ private:
+  static constexpr size_t kTopOpportunities = 10;
+  static constexpr size_t kTopMappings = 5;  // folded mappings per kind
+
+  void Header();
+  std::string TraceLine(const FusionSide& side) const;
+  void TypeTable();
+  void TypeTableRow(const std::string& type, const TypeCells& cells);
+  void Opportunities();
+  std::string OpportunityLine(const FusionOpportunity& o) const;
+  void Mappings();
+  void MappingBlockLines(const MappingBlock& block);
+
+  void Line(const std::string& line) {
+    out_ += line;
+    out_ += '\n';
+  }
+  // A section title after a blank line: "## title" in markdown, else the title underlined.
+  void Heading(const std::string& title) {
+    Line("");
+    Line(markdown_ ? "## " + title : title);
+    if (!markdown_) Line(std::string(title.size(), '-'));
+  }
+  // How a list item starts: a bullet in markdown, `indent` in text.
+  std::string Bullet(const char* indent) const { return markdown_ ? "- " : indent; }
+  const std::string& Label(Side side) const { return view_.sides[side].label; }
+
+  const FusionView& view_;
+  const bool markdown_;
+  std::string out_;
+  size_t type_width_ = 0;                         // text: the kernel-type column
+  std::array<size_t, kTypeColumns> widths_ = {};  // text: the columns after it
+};
+
+// The title, the two traces (a table in markdown) and what was matched.
+void FusionPage::Header() {
+  const std::string& a = Label(Side::kTrace1);
+  const std::string& b = Label(Side::kTrace2);
+  Line(markdown_ ? fmt::format("# Fusion comparison: {} vs {}", a, b)
+                 : fmt::format("FUSION COMPARISON: {} vs {}", a, b));
+  if (markdown_) {
+    Line("");
+    Line(fmt::format("| | trace | platform | GPU | kernels | kernel time | groups >= {} |",
+                     view_.min_group_size));
+    Line("|---|---|---|---|---:|---:|---:|");
+  }
+  for (Side s : kSides) Line(TraceLine(view_.sides[s]));
+  Line(fmt::format("{}Matched correlation groups: {}; rule set: {}", markdown_ ? "\n" : "  ",
+                   view_.matched_groups, view_.rule_set));
+}
+
+std::string FusionPage::TraceLine(const FusionSide& side) const {
+  const TraceProfile& p = *side.profile;
+  if (markdown_) {
+    return fmt::format("| {} | `{}` | {} | {} | {} | {:.3f} ms | {} |", side.label, p.path,
+                       PlatformName(p.platform), GpuText(p), Thousands(p.kernel_count),
+                       Millis(side.kernel_time_ns), side.large_groups);
+  }
+  const size_t label_width = std::max(Label(Side::kTrace1).size(), Label(Side::kTrace2).size());
+  return fmt::format("  {:<{}}  {} [{}], {} kernels, {:.3f} ms kernel time, {} groups >= {}  ({})",
+                     side.label, label_width, GpuText(p), PlatformName(p.platform),
+                     Thousands(p.kernel_count), Millis(side.kernel_time_ns), side.large_groups,
+                     view_.min_group_size, p.path);
+}
+
+// Both sides' counts and times per kernel type, most kernels first.
+void FusionPage::TypeTable() {
+  Heading("Kernel types");
+  const std::string& a = Label(Side::kTrace1);
+  const std::string& b = Label(Side::kTrace2);
+  const TypeCells headers = {a + " count", b + " count", "count ratio",
+                             a + " ms",    b + " ms",    "time ratio"};
+  type_width_ = 4;  // "type"
+  for (const FusionTypeRow& row : view_.types) type_width_ = std::max(type_width_, row.name.size());
+  for (size_t i = 0; i < kTypeColumns; ++i) widths_[i] = std::max<size_t>(headers[i].size(), 10);
+  TypeTableRow("type", headers);
+  if (markdown_) Line("|---|---:|---:|---:|---:|---:|---:|");
+  for (const FusionTypeRow& row : view_.types) TypeTableRow(row.name, TypeRowCells(row));
+}
+
+void FusionPage::TypeTableRow(const std::string& type, const TypeCells& cells) {
+  if (markdown_) {
+    std::string line = "| " + type;
+    for (const std::string& cell : cells) line += " | " + cell;
+    Line(line + " |");
+    return;
+  }
+  std::string line = fmt::format("  {:<{}}", type, type_width_);
+  for (size_t i = 0; i < kTypeColumns; ++i) line += fmt::format("  {:>{}}", cells[i], widths_[i]);
+  Line(line);
+}
+
+// The top opportunities by impact.
+void FusionPage::Opportunities() {
+  Heading("Fusion opportunities (by impact)");
+  const std::vector<FusionOpportunity>& opportunities = *view_.opportunities;
+  if (opportunities.empty()) Line("  No significant fusion differences detected.");
+  for (size_t i = 0; i < opportunities.size() && i < kTopOpportunities; ++i) {
+    Line(OpportunityLine(opportunities[i]));
+  }
+  if (opportunities.size() > kTopOpportunities) {
+    Line(fmt::format("  ... and {} more", opportunities.size() - kTopOpportunities));
+  }
+}
+
+std::string FusionPage::OpportunityLine(const FusionOpportunity& o) const {
+  return fmt::format(
+      "{}{}: fused by {} ({} fewer calls) - {} {} vs {} {} kernels {}; {:.3f} vs {:.3f} ms",
+      Bullet("  "), o.kernel_type, Label(o.fused_by), RatioText(o.ratio), Label(Side::kTrace1),
+      Thousands(o.trace1_total), Label(Side::kTrace2), Thousands(o.trace2_total),
+      OpportunityScope(o), o.trace1_time_ms, o.trace2_time_ms);
+}
+
+// The top folded mappings of each kind.
+void FusionPage::Mappings() {
+  Heading("Fusion mappings");
+  if (view_.mapping_blocks.empty()) Line("  None found.");
+  for (const MappingBlock& block : view_.mapping_blocks) MappingBlockLines(block);
+}
+
+void FusionPage::MappingBlockLines(const MappingBlock& block) {
+  const size_t n = block.mappings.size();
+  const char* kind = MappingKindName(block.kind);
+  Line(markdown_ ? fmt::format("\n**{} ({}):**", kind, n) : fmt::format("  {} ({}):", kind, n));
+  const std::string bullet = Bullet("    ");
+  for (size_t i = 0; i < n && i < kTopMappings; ++i) {
+    const FoldedMapping& m = block.mappings[i];
+    Line(bullet + m.evidence +
+         (m.groups > 0 ? fmt::format(" [{} groups, {} calls]", m.groups, m.calls) : ""));
+  }
+  if (n > kTopMappings) Line(fmt::format("{}... and {} more", bullet, n - kTopMappings));
+}
+
+}  // namespace
+
+std::string FusionText(const FusionReport& report, const CompareContext& context, bool markdown) {
+  const FusionView view = MakeFusionView(report, context);
+  return FusionPage(view, markdown).Render();
+}
+
+}  // namespace tracefuse

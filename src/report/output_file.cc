@@ -1,0 +1,73 @@
+#include "tracefuse/report/output_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+
+absl::StatusOr<OutputFile> OutputFile::Open(const std::string& path) {
+  OutputFile f;
+  f.path_ = path;
+  if (path == "-") {
+    f.fd_ = STDOUT_FILENO;
+    return f;
+  }
+  f.tmp_ = StrCat(path, ".tmp.", getpid());
+  f.fd_ = open(f.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (f.fd_ < 0) return absl::UnavailableError(StrCat(path, ": ", std::strerror(errno)));
+  return f;
+}
+
+OutputFile::OutputFile(OutputFile&& o) noexcept
+    : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), fd_(o.fd_), failed_(o.failed_) {
+  o.fd_ = -1;
+  o.tmp_.clear();
+}
+
+OutputFile::~OutputFile() {
+  if (!tmp_.empty()) {  // not committed: leave nothing behind
+    if (fd_ >= 0) close(fd_);
+    unlink(tmp_.c_str());
+  }
+}
+
+absl::Status OutputFile::Append(std::string_view data) {
+  while (!data.empty() && !failed_) {
+    ssize_t n = write(fd_, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      failed_ = true;
+      return absl::UnavailableError(StrCat(path_, ": ", std::strerror(errno)));
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return failed_ ? absl::UnavailableError(StrCat(path_, ": write failed")) : absl::OkStatus();
+}
+
+absl::Status OutputFile::Commit() {
+  if (tmp_.empty()) return absl::OkStatus();  // standard output
+  int err = 0;
+  if (fsync(fd_) != 0 || close(fd_) != 0) err = errno;
+  fd_ = -1;
+  if (err == 0 && rename(tmp_.c_str(), path_.c_str()) != 0) err = errno;
+  if (err != 0) return absl::UnavailableError(StrCat(path_, ": ", std::strerror(err)));
+  tmp_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status WriteOutput(const std::string& path, std::string_view content) {
+  absl::StatusOr<OutputFile> out = OutputFile::Open(path);
+  if (!out.ok()) return out.status();
+  absl::Status st = out->Append(content);
+  if (!st.ok()) return st;
+  return out->Commit();
+}
+
+}  // namespace tracefuse

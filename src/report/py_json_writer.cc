@@ -1,0 +1,144 @@
+#include "report/py_json_writer.h"
+
+#include <cmath>
+
+#include "fmt/format.h"
+
+namespace tracefuse {
+namespace {
+
+// One code point from UTF-8 at s[*i], advancing *i past it; an invalid byte becomes U+FFFD.
+uint32_t DecodeUtf8(std::string_view s, size_t* i) {
+  unsigned char c = static_cast<unsigned char>(s[*i]);
+  int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : -1;
+  if (extra < 0 || *i + extra >= s.size() + (extra > 0 ? 0 : 1)) {
+    ++*i;
+    return 0xFFFD;
+  }
+  uint32_t cp = c & (0x3F >> extra);
+  for (int k = 1; k <= extra; ++k) {
+    unsigned char cc = static_cast<unsigned char>(s[*i + k]);
+    if ((cc & 0xC0) != 0x80) {
+      ++*i;
+      return 0xFFFD;
+    }
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  *i += extra + 1;
+  return cp;
+}
+
+// Python's escape of an ASCII character, or null when it is written as is.
+const char* ShortEscape(unsigned char c) {
+  switch (c) {
+    case '"':
+      return "\\\"";
+    case '\\':
+      return "\\\\";
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    case '\b':
+      return "\\b";
+    case '\f':
+      return "\\f";
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::Status PyJsonWriter::MaybeFlush() {
+  if (out_->size() < (1u << 20)) return absl::OkStatus();
+  absl::Status st = sink_->Append(*out_);
+  out_->clear();
+  return st;
+}
+
+void PyJsonWriter::Key(std::string_view key) {
+  NextItem();
+  String(key);
+  *out_ += ": ";
+  after_key_ = true;
+}
+
+void PyJsonWriter::Value(std::string_view s) {
+  NextItem();
+  String(s);
+}
+
+void PyJsonWriter::Value(double d) {
+  NextItem();
+  if (!std::isfinite(d)) {
+    *out_ += "null";
+    return;
+  }
+  std::string repr = fmt::format("{}", d);
+  if (repr.find_first_of(".e") == std::string::npos) repr += ".0";
+  *out_ += repr;
+}
+
+void PyJsonWriter::Open(char bracket) {
+  NextItem();
+  *out_ += bracket;
+  has_items_.push_back(false);
+}
+
+void PyJsonWriter::Close(char bracket) {
+  bool had_items = has_items_.back();
+  has_items_.pop_back();
+  if (had_items) Newline();
+  *out_ += bracket;
+}
+
+void PyJsonWriter::NextItem() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (has_items_.empty()) return;
+  if (has_items_.back()) *out_ += ',';
+  has_items_.back() = true;
+  Newline();
+}
+
+void PyJsonWriter::Newline() {
+  *out_ += '\n';
+  out_->append(2 * has_items_.size(), ' ');
+}
+
+void PyJsonWriter::String(std::string_view s) {
+  *out_ += '"';
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      NonAscii(s, &i);
+      continue;
+    }
+    if (const char* escape = ShortEscape(c)) {
+      *out_ += escape;
+    } else if (c < 0x20) {
+      *out_ += fmt::format("\\u{:04x}", c);
+    } else {
+      *out_ += static_cast<char>(c);
+    }
+    ++i;
+  }
+  *out_ += '"';
+}
+
+// A code point beyond ASCII as \uXXXX, or as a UTF-16 surrogate pair beyond the BMP.
+void PyJsonWriter::NonAscii(std::string_view s, size_t* i) {
+  uint32_t cp = DecodeUtf8(s, i);
+  if (cp >= 0x10000) {
+    cp -= 0x10000;
+    *out_ += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+  } else {
+    *out_ += fmt::format("\\u{:04x}", cp);
+  }
+}
+
+}  // namespace tracefuse

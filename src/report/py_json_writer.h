@@ -1,0 +1,66 @@
+// Internal to the report stage: JSON written exactly as the Python reference writes it.
+#ifndef TRACEFUSE_SRC_REPORT_PY_JSON_WRITER_H_
+#define TRACEFUSE_SRC_REPORT_PY_JSON_WRITER_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tracefuse/report/output_file.h"
+
+namespace tracefuse {
+
+// PyJsonWriter writes JSON as Python's json.dumps(obj, indent=2) does, so tracefuse's reports
+// compare byte for byte with the reference's: ", " / ": " separators with one value per line,
+// empty containers as [] and {}, ASCII-only strings (\uXXXX escapes, invalid UTF-8 as U+FFFD),
+// floats in repr form (shortest round trip, "1.0" for integral values) and infinities as null
+// (the reference sanitises them so). It streams: a report with 100,000 mappings is written
+// without building a document tree.
+class PyJsonWriter {
+ public:
+  // Appends to `out`; MaybeFlush() hands it to `sink` (which may be null if it is never called).
+  PyJsonWriter(std::string* out, OutputFile* sink) : out_(out), sink_(sink) {}
+
+  // Hands what is buffered to the sink once it is large.
+  absl::Status MaybeFlush();
+
+  void BeginObject() { Open('{'); }
+  void EndObject() { Close('}'); }
+  void BeginArray() { Open('['); }
+  void EndArray() { Close(']'); }
+  void Key(std::string_view key);
+  void Value(std::string_view s);
+  void Value(const char* s) { Value(std::string_view(s)); }
+  void Value(const std::string& s) { Value(std::string_view(s)); }
+  void Value(double d);
+  template <typename Int, typename = std::enable_if_t<std::is_integral_v<Int>>>
+  void Value(Int v) {
+    NextItem();
+    *out_ += std::to_string(v);
+  }
+  template <typename V>
+  void Field(std::string_view key, const V& value) {
+    Key(key);
+    Value(value);
+  }
+
+ private:
+  void Open(char bracket);
+  void Close(char bracket);
+  void NextItem();
+  void Newline();
+  void String(std::string_view s);
+  void NonAscii(std::string_view s, size_t* i);
+
+  std::string* out_;
+  OutputFile* sink_;
+  std::vector<bool> has_items_;  // per open container: whether it has an item yet
+  bool after_key_ = false;
+};
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_SRC_REPORT_PY_JSON_WRITER_H_

@@ -1,0 +1,91 @@
+#include "tracefuse/report/stats.h"
+
+#include <iterator>
+#include <string_view>
+#include <vector>
+
+#include "report/formatting.h"
+#include "tracefuse/analyze.h"
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+namespace {
+
+// The name `stats` gives events without a "cat".
+std::string EventCategoryName(const std::string& cat) { return cat.empty() ? "(none)" : cat; }
+
+double GbPerSecond(const TraceProfile& p, double elapsed) {
+  return elapsed > 0 ? static_cast<double>(p.input_bytes) / 1e9 / elapsed : 0.0;
+}
+
+// Kernels and time of each category that has kernels, in the rule set's order.
+Json CategoriesJson(const TraceProfile& p) {
+  Json per = Json::array();
+  std::vector<CategoryTotals> totals = p.PerCategory();
+  for (size_t c = 0; c < totals.size(); ++c) {
+    if (totals[c].kernels == 0) continue;
+    per.push_back(Json{{"category", p.category_name(static_cast<CategoryId>(c))},
+                       {"kernels", totals[c].kernels},
+                       {"time_us", Micros(totals[c].time_ns)}});
+  }
+  return per;
+}
+
+}  // namespace
+
+Json StatsJson(const TraceProfile& p, double elapsed) {
+  Json j;
+  j["trace"] = p.path;
+  j["platform"] = std::string(PlatformName(p.platform));
+  j["platform_evidence"] = p.platform_evidence;
+  j["gpu"] = p.gpu;
+  j["bytes"] = p.input_bytes;
+  j["file_bytes"] = p.file_bytes;
+  j["compressed"] = p.compressed;
+  j["events"] = p.events;
+  Json cats = Json::object();
+  for (const auto& [cat, count] : p.event_categories) cats[EventCategoryName(cat)] = count;
+  j["events_by_category"] = cats;
+  j["kernels"] = p.kernel_count;
+  j["kernel_time_us"] = Micros(KernelTimeNs(p));
+  j["distinct_kernel_names"] = p.names.size();
+  j["correlation_groups"] = p.group_size.size();
+  j["correlation_groups_50_plus"] = p.GroupsAtLeast(kDefaultMinGroupSize);
+  j["kernels_without_correlation"] = p.kernels_without_correlation;
+  j["kernels_with_bad_times"] = p.kernels_with_bad_times;
+  j["rule_set"] = p.classifier->rule_set().name();
+  j["categories"] = CategoriesJson(p);
+  j["elapsed_seconds"] = elapsed;
+  j["gb_per_second"] = GbPerSecond(p, elapsed);
+  return j;
+}
+
+std::string StatsText(const TraceProfile& p, double elapsed) {
+  std::string out;
+  auto line = [&](std::string_view key, const std::string& value) {
+    fmt::format_to(std::back_inserter(out), "{:<26} {}\n", key, value);
+  };
+  line("trace", p.path);
+  line("platform", StrCat(PlatformName(p.platform), " (", p.platform_evidence, ")"));
+  line("gpu", p.gpu.empty() ? "(not named)" : p.gpu);
+  line("bytes", StrCat(Thousands(p.input_bytes), " (", HumanBytes(p.input_bytes),
+                       p.compressed ? StrCat(", ", HumanBytes(p.file_bytes), " gzip") : "", ")"));
+  line("events", Thousands(p.events));
+  for (const auto& [cat, count] : p.event_categories) {
+    line(StrCat("  ", EventCategoryName(cat)), Thousands(count));
+  }
+  line("kernels", Thousands(p.kernel_count));
+  line("kernel time", fmt::format("{:.3f} ms", Micros(KernelTimeNs(p)) / 1000));
+  line("distinct kernel names", Thousands(p.names.size()));
+  line("correlation groups",
+       fmt::format("{} ({} with >= {} kernels)", Thousands(p.group_size.size()),
+                   Thousands(p.GroupsAtLeast(kDefaultMinGroupSize)), kDefaultMinGroupSize));
+  line("kernels w/o correlation", Thousands(p.kernels_without_correlation));
+  if (p.kernels_with_bad_times > 0) {
+    line("kernels with bad ts/dur", Thousands(p.kernels_with_bad_times));
+  }
+  line("elapsed", fmt::format("{:.3f} s ({:.2f} GB/s)", elapsed, GbPerSecond(p, elapsed)));
+  return out;
+}
+
+}  // namespace tracefuse
