@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/container/flat_hash_map.h"
+#include "analyze_internal.h"
 #include "fmt/format.h"
 #include "oneapi/tbb/parallel_invoke.h"
 #include "tracefuse/strings.h"
