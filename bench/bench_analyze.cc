@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "analyze_internal.h"
 #include "tracefuse/analyze.h"
 #include "tracefuse/pipeline.h"
 #include "tracefuse/reduce.h"
@@ -122,7 +123,7 @@ std::vector<std::pair<uint32_t, uint32_t>> ReferenceMatch(const std::vector<Grou
   auto sig = [](const GroupShape& g, int delta) {
     return std::make_tuple(int(g.size / 10 * 10) + delta, g.has_attention, g.has_ffn, g.dominant);
   };
-  std::map<std::tuple<int, bool, bool, uint16_t>, std::vector<uint32_t>> by_sig;
+  std::map<std::tuple<int, bool, bool, CategoryId>, std::vector<uint32_t>> by_sig;
   for (uint32_t j = 0; j < b.size(); ++j) by_sig[sig(b[j], 0)].push_back(j);
   std::vector<uint32_t> order(a.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;

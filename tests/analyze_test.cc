@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analyze_internal.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "profile_builder.h"

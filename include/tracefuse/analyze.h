@@ -50,10 +50,12 @@ double Ratio(double a, double b);
 // kDefaultMinGroupSize is the reference's default smallest matched correlation group.
 inline constexpr uint32_t kDefaultMinGroupSize = 50;
 
+// FusionOptions are the analysis' parameters; the reference has only this one.
 struct FusionOptions {
   uint32_t min_group_size = kDefaultMinGroupSize;  // smaller correlation groups are not matched
 };
 
+// GlobalCount is one type's kernels over the whole traces (§4.1 step 5).
 struct GlobalCount {
   std::string type;
   uint64_t trace1 = 0;
@@ -61,6 +63,8 @@ struct GlobalCount {
   double ratio = 0;  // trace1 / trace2; +inf when trace2 is 0
 };
 
+// FusionOpportunity is a type one trace runs markedly less often than the other, in matched
+// groups (§4.1 step 6) or in the whole traces (step 7); the field names are the reference's.
 struct FusionOpportunity {
   std::string kernel_type;
   uint64_t trace1_total = 0;
@@ -77,11 +81,13 @@ struct FusionOpportunity {
   uint64_t total_groups = 0;
   bool from_groups = false;  // found in matched groups (else in the whole traces)
 
+  // impact() orders the opportunities (§4.1 step 8).
   double impact() const { return ratio * static_cast<double>(trace1_total + trace2_total); }
 };
 
-// One fusion mapping. Types are category indices (FusionReport::categories names them): a
-// report of a multi-GB pair holds hundreds of thousands of per-group mappings, 144 bytes each.
+// FusionMapping is one of the reference's fusion_mappings (§4.1 steps 4c, 9, 10 and 11). Types
+// are category indices (FusionReport::categories names them), not names: a report of a multi-GB
+// pair holds hundreds of thousands of per-group mappings, 144 bytes each.
 struct FusionMapping {
   enum class Kind : uint8_t {
     kSequence,   // A+B on one side, A alone on the other
@@ -107,58 +113,40 @@ struct FusionMapping {
   double unfused_avg = 0, fused_avg = 0;                // chain
   int64_t unfused_chains = 0, fused_chains = 0;         // chain
 
-  // The reference's unfused_sequence: A, B for kSequence; the type twice for kChain; else once.
+  // UnfusedSequence() is the reference's unfused_sequence: A, B for kSequence; the type twice for
+  // kChain; else once.
   std::vector<CategoryId> UnfusedSequence() const;
-  // The reference's unfused_count_per_type: each type of UnfusedSequence() once, with its count
-  // on the unfused side.
+  // UnfusedCountPerType() is the reference's unfused_count_per_type: each type of
+  // UnfusedSequence() once, with its count on the unfused side.
   std::vector<std::pair<CategoryId, int64_t>> UnfusedCountPerType() const;
 };
 
-// The reference's evidence sentence, with `categories` naming types and `labels` naming trace 1
-// and trace 2 ("Trace 1" and "Trace 2" in the compatible JSON, the real platform names in text
-// reports).
+// Evidence() is the reference's evidence sentence of `m` (§4.3), with `categories` naming types
+// and `labels` naming trace 1 and trace 2 ("Trace 1" and "Trace 2" in the compatible JSON, the real
+// platform names in text reports).
 std::string Evidence(const FusionMapping& m, const std::vector<std::string>& categories,
                      const PerSide<std::string>& labels);
 
+// FusionReport is the reference's result (§4.4) with the rule set's categories.
 struct FusionReport {
   std::vector<std::string> categories;  // the rule set's, naming FusionMapping types
-  std::array<uint64_t, 2> total_kernels{};
-  std::array<uint64_t, 2> large_groups{};
+  PerSide<uint64_t> total_kernels{};
+  PerSide<uint64_t> large_groups{};
   uint64_t matched_groups = 0;
   std::vector<GlobalCount> global_counts;
   std::vector<FusionOpportunity> opportunities;  // sorted by impact, descending
   std::vector<FusionMapping> mappings;           // per-group, partial, chain, global blocks
 };
 
-// The GPU name as the reference reports it: deviceProperties[0].name, else "MI300X" for a trace
-// its rule calls AMD and "Unknown GPU" otherwise.
+// ReferenceGpuName() is the GPU name as the reference reports it: deviceProperties[0].name, else
+// "MI300X" for a trace its rule calls AMD and "Unknown GPU" otherwise.
 std::string ReferenceGpuName(const TraceMetadata& metadata);
 
-// Both profiles must keep their kernel streams (PipelineOptions::keep_kernel_records).
+// AnalyzeFusion() compares two reduced traces as the reference's analyze_fusion_differences
+// (§4.1) does. Both profiles must keep their kernel streams (PipelineOptions::keep_kernel_records):
+// the analysis walks them again.
 FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace2,
                            const FusionOptions& options = {});
-
-// Matching of large correlation groups (§4.1 step 3), exposed for tests and benchmarks.
-// Returns (trace-1 index, trace-2 index) pairs in processing order.
-struct GroupShape {
-  uint32_t size = 0;
-  bool has_attention = false;         // a kernel name contains "attention" or "fmha"
-  bool has_ffn = false;               // a kernel name contains "cijk", "nvjet" or "gemm"
-  CategoryId dominant = 0;            // most frequent type, the first seen on ties
-  std::vector<uint64_t> composition;  // bit set of the types present
-
-  // From the group's `count` kernel types in list order.
-  static GroupShape Of(const CategoryId* types, size_t count, bool has_attention, bool has_ffn);
-};
-std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupShape>& groups1,
-                                                       const std::vector<GroupShape>& groups2);
-
-// Sequence-mapping detection (§4.2) on two ts-ordered type sequences over `category_count`
-// categories; `other` is the category excluded from imbalance targets. Appends to `out` in the
-// reference's block order.
-void FindSequenceMappings(const std::vector<CategoryId>& types1,
-                          const std::vector<CategoryId>& types2, size_t category_count,
-                          std::optional<CategoryId> other, std::vector<FusionMapping>* out);
 
 }  // namespace tracefuse
 

@@ -1,0 +1,45 @@
+// Internals of the fusion analysis (stage 6), declared for the stage's tests and benchmarks only:
+// they check group matching and sequence-mapping detection on hand-built inputs, and time group
+// matching against the reference's algorithm. Nothing outside src/analyze.cc, tests/ and bench/
+// includes this header; the stage's interface is tracefuse/analyze.h.
+#ifndef TRACEFUSE_SRC_ANALYZE_INTERNAL_H_
+#define TRACEFUSE_SRC_ANALYZE_INTERNAL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "tracefuse/analyze.h"
+
+namespace tracefuse {
+
+// GroupShape is what group matching (§4.1 step 3) knows of one large correlation group: the
+// fields of its signature, and its composition.
+struct GroupShape {
+  uint32_t size = 0;
+  bool has_attention = false;         // a kernel name contains "attention" or "fmha"
+  bool has_ffn = false;               // a kernel name contains "cijk", "nvjet" or "gemm"
+  CategoryId dominant = 0;            // most frequent type, the first seen on ties
+  std::vector<uint64_t> composition;  // bit set of the types present
+
+  // Of() is the shape of a group of `count` kernels whose types, in list order, are `types`.
+  static GroupShape Of(const CategoryId* types, size_t count, bool has_attention, bool has_ffn);
+};
+
+// MatchGroups() matches large correlation groups (§4.1 step 3). Returns (trace-1 index, trace-2
+// index) pairs in processing order: trace-1 size, descending.
+std::vector<std::pair<uint32_t, uint32_t>> MatchGroups(const std::vector<GroupShape>& groups1,
+                                                       const std::vector<GroupShape>& groups2);
+
+// FindSequenceMappings() detects sequence mappings (§4.2) on two ts-ordered type sequences over
+// `category_count` categories; `other` is the category excluded from imbalance targets. Appends
+// to `out` in the reference's block order.
+void FindSequenceMappings(const std::vector<CategoryId>& types1,
+                          const std::vector<CategoryId>& types2, size_t category_count,
+                          std::optional<CategoryId> other, std::vector<FusionMapping>* out);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_SRC_ANALYZE_INTERNAL_H_
