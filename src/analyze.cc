@@ -149,11 +149,6 @@ std::string Evidence(const FusionMapping& m, const std::vector<std::string>& cat
   return "";
 }
 
-namespace {
-// §2.1: the reference calls a trace AMD when it has a truthy roctracer_version or this warp size.
-constexpr int64_t kAmdWarpSize = 64;
-}  // namespace
-
 std::string ReferenceGpuName(const TraceMetadata& m) {
   if (m.gpu_name) return *m.gpu_name;
   const bool amd = m.roctracer_version_truthy || m.warp_size == kAmdWarpSize;

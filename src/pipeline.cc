@@ -345,10 +345,10 @@ absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::st
       ProfileInArena(arena, threads, {path1, path2}, std::move(classifier), options);
   if (!profiles.ok()) return profiles.status();
   Comparison c;
-  c.traces = std::move(*profiles);
+  c.traces = {{std::move((*profiles)[0]), std::move((*profiles)[1])}};
   auto merged = std::chrono::steady_clock::now();
   c.read_seconds = std::chrono::duration<double>(merged - started).count();
-  arena.execute([&] { c.report = AnalyzeFusion(c.traces[0], c.traces[1], fusion); });
+  arena.execute([&] { c.report = AnalyzeFusion(c.traces[Side::kTrace1], c.traces[Side::kTrace2], fusion); });
   c.analyze_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - merged).count();
   return c;

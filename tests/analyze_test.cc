@@ -317,5 +317,20 @@ TEST(Analysis, ResultDoesNotDependOnGroupOrderOfEqualGroups) {
   EXPECT_DOUBLE_EQ(r.global_counts[0].ratio, 1.0);
 }
 
+// AnalyzeFusion's precondition is an assert: the Debug build (build-debug/ in scripts/test)
+// checks it; in Release it is compiled out, so the test says it skipped.
+TEST(AnalysisDeathTest, NeedsKernelStreams) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "assertions are compiled out of this build; the Debug build runs this test";
+#else
+  std::shared_ptr<const Classifier> c = testing::LetterClassifier();
+  TraceReducer without_stream(c, /*keep_kernel_records=*/false);
+  testing::Consume(&without_stream, Sequence("abab", 1), c);
+  TraceProfile p = without_stream.Finish(TraceMetadata(), Platform::kUnknown);
+  TraceProfile full = BuildProfile(Sequence("abab", 1));
+  EXPECT_DEATH(AnalyzeFusion(p, full), "kernels.size\\(\\) == trace1.kernel_count");
+#endif
+}
+
 }  // namespace
 }  // namespace tracefuse

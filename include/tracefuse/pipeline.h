@@ -54,7 +54,7 @@ absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
     const PipelineOptions& options);
 
 struct Comparison {
-  std::vector<TraceProfile> traces;  // the two profiles, in argument order
+  PerSide<TraceProfile> traces;
   FusionReport report;
   double read_seconds = 0;     // both traces streamed and reduced, concurrently
   double analyze_seconds = 0;  // the final merge stage

@@ -17,6 +17,10 @@ namespace tracefuse {
 
 enum class Platform : uint8_t { kUnknown, kAmd, kNvidia };
 
+// kAmdWarpSize: the reference calls a trace AMD when deviceProperties[0].warpSize is this (or its
+// roctracer_version is truthy); spec §2.1.
+inline constexpr int64_t kAmdWarpSize = 64;
+
 // PlatformName() is "unknown", "AMD" or "NVIDIA".
 std::string_view PlatformName(Platform p);
 

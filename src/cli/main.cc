@@ -221,14 +221,14 @@ int RunCompare(const CompareArgs& a) {
   progress.reset();
   if (!comparison.ok()) return Fail(comparison.status());
   const FusionReport& report = comparison->report;
-  const std::vector<TraceProfile>& traces = comparison->traces;
+  const PerSide<TraceProfile>& traces = comparison->traces;
   CompareContext context;
   context.read_seconds = comparison->read_seconds;
   context.analyze_seconds = comparison->analyze_seconds;
-  context.traces = {&traces[0], &traces[1]};
-  context.labels = DefaultLabels(traces[0], traces[1]);
-  if (!a.label1.empty()) context.labels[0] = a.label1;
-  if (!a.label2.empty()) context.labels[1] = a.label2;
+  context.traces = {{&traces[Side::kTrace1], &traces[Side::kTrace2]}};
+  context.labels = DefaultLabels(traces[Side::kTrace1], traces[Side::kTrace2]);
+  if (!a.label1.empty()) context.labels[Side::kTrace1] = a.label1;
+  if (!a.label2.empty()) context.labels[Side::kTrace2] = a.label2;
   context.min_group_size = a.min_group_size;
   if (a.format == "json") {
     absl::StatusOr<OutputFile> file = OutputFile::Open(a.output);

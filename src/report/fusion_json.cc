@@ -17,8 +17,8 @@ std::string TraceKey(Side side, std::string_view key) {
 }
 
 template <typename T>
-void PerTraceFields(std::string_view key, const std::array<T, 2>& values, PyJsonWriter* w) {
-  for (Side s : kSides) w->Field(TraceKey(s, key), OfSide(values, s));
+void PerTraceFields(std::string_view key, const PerSide<T>& values, PyJsonWriter* w) {
+  for (Side s : kSides) w->Field(TraceKey(s, key), values[s]);
 }
 
 void MetadataJson(const FusionReport& r, const CompareContext& c, PyJsonWriter* w) {

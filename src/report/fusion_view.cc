@@ -51,7 +51,7 @@ PerSide<FusionSide> FusionSides(const FusionReport& report, const CompareContext
   PerSide<FusionSide> sides;
   for (Side s : kSides) {
     const TraceProfile& p = *context.traces[s];
-    sides[s] = {&p, context.labels[s], KernelTimeNs(p), OfSide(report.large_groups, s)};
+    sides[s] = {&p, context.labels[s], KernelTimeNs(p), report.large_groups[s]};
   }
   return sides;
 }

@@ -4,7 +4,6 @@
 #ifndef TRACEFUSE_SRC_REPORT_FUSION_VIEW_H_
 #define TRACEFUSE_SRC_REPORT_FUSION_VIEW_H_
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,12 +13,6 @@
 #include "tracefuse/report/fusion.h"
 
 namespace tracefuse {
-
-// OfSide() indexes one of FusionReport's per-trace arrays by Side.
-template <typename T>
-const T& OfSide(const std::array<T, 2>& values, Side side) {
-  return values[static_cast<size_t>(side)];
-}
 
 // FusionSide is one compared trace as the reports introduce it.
 struct FusionSide {
