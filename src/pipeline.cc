@@ -348,7 +348,8 @@ absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::st
   c.traces = {{std::move((*profiles)[0]), std::move((*profiles)[1])}};
   auto merged = std::chrono::steady_clock::now();
   c.read_seconds = std::chrono::duration<double>(merged - started).count();
-  arena.execute([&] { c.report = AnalyzeFusion(c.traces[Side::kTrace1], c.traces[Side::kTrace2], fusion); });
+  arena.execute(
+      [&] { c.report = AnalyzeFusion(c.traces[Side::kTrace1], c.traces[Side::kTrace2], fusion); });
   c.analyze_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - merged).count();
   return c;
