@@ -12,6 +12,9 @@ RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 THREADS = os.environ.get("BENCH_THREADS", "2")
 TF = "build/tracefuse"
 FLOOR = "build/floor" if os.path.exists("build/floor") else None
+# Another tracefuse binary (an earlier build, say) whose stats and compare runs are interleaved
+# with this build's, for a before/after ratio taken inside one run.
+BASELINE = os.environ.get("BENCH_BASELINE")
 
 
 def sh(cmd):
@@ -56,6 +59,12 @@ def main():
         if FLOOR:
             cases += [(f"floor {size} AMD", f"{FLOOR} {a}", gb_a),
                       (f"floor {size} NVIDIA", f"{FLOOR} {n}", gb_n)]
+        if BASELINE:
+            cases += [
+                (f"baseline stats {size} AMD", f"{BASELINE} stats {a} --threads {THREADS}", gb_a),
+                (f"baseline compare {size} pair",
+                 f"{BASELINE} compare {a} {n} --format json --threads {THREADS}", gb_a + gb_n),
+            ]
         cases += [
             (f"stats {size} AMD", f"{TF} stats {a} --threads {THREADS}", gb_a),
             (f"compare {size} pair", f"{TF} compare {a} {n} --format json --threads {THREADS}", gb_a + gb_n),
@@ -78,6 +87,8 @@ def main():
             if name.startswith("compare") and "gzip" in name:
                 g = med[f"gzip -dc {size} pair"][0]
                 ratio = f"{t / g:.2f}x the time of gzip -dc"
+            if BASELINE and f"baseline {name}" in med:
+                ratio += f"; {t / med[f'baseline {name}'][0]:.2f}x the baseline binary's time"
             rows.append((name, f"{gb:.2f}", f"{t:.2f}", f"{gb / t:.2f}", f"{rss:.0f}", ratio))
         compare_t, compare_rss = med[f"compare {size} pair"]
         pair_gb[size] = (gb_a + gb_n, compare_t)
