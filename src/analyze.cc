@@ -17,32 +17,6 @@
 namespace tracefuse {
 namespace {
 
-// CategoryIds(n) are the category ids 0 .. n-1, for range-for loops: a CategoryId loop counter
-// would wrap around, and never end, with kMaxCategories categories.
-class CategoryIds {
- public:
-  class Iterator {
-   public:
-    explicit Iterator(size_t i) : i_(i) {}
-    CategoryId operator*() const { return static_cast<CategoryId>(i_); }
-    Iterator& operator++() {
-      ++i_;
-      return *this;
-    }
-    bool operator!=(const Iterator& other) const { return i_ != other.i_; }
-
-   private:
-    size_t i_;
-  };
-
-  explicit CategoryIds(size_t count) : count_(count) { assert(count <= kMaxCategories); }
-  Iterator begin() const { return Iterator(0); }
-  Iterator end() const { return Iterator(count_); }
-
- private:
-  size_t count_;
-};
-
 // Larger() is the side with the larger value, trace 2 on ties: the reference's "unfused" side of
 // an imbalance or of a chain.
 template <typename T>

@@ -46,7 +46,8 @@ Platform DetectPlatform(const TraceMetadata& m, const EventEvidence& events,
   };
   // The reference's rule first, so that both agree wherever it decides.
   if (m.roctracer_version_truthy) return decide(Platform::kAmd, "roctracer_version is set");
-  if (m.warp_size == kAmdWarpSize) return decide(Platform::kAmd, "deviceProperties[0].warpSize is 64");
+  if (m.warp_size == kAmdWarpSize)
+    return decide(Platform::kAmd, "deviceProperties[0].warpSize is 64");
   if (m.has_hip_runtime_version) return decide(Platform::kAmd, "hip_runtime_version is set");
   if (m.has_cupti_version) return decide(Platform::kNvidia, "cupti_version is set");
   if (m.has_cuda_runtime_version) return decide(Platform::kNvidia, "cuda_runtime_version is set");

@@ -31,6 +31,32 @@ namespace tracefuse {
 using CategoryId = uint8_t;
 inline constexpr size_t kMaxCategories = 256;
 
+// CategoryIds(n) are the category ids 0 .. n-1, for range-for loops: a CategoryId loop counter
+// would wrap around, and never end, with kMaxCategories categories.
+class CategoryIds {
+ public:
+  class Iterator {
+   public:
+    explicit Iterator(size_t i) : i_(i) {}
+    CategoryId operator*() const { return static_cast<CategoryId>(i_); }
+    Iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const Iterator& other) const { return i_ != other.i_; }
+
+   private:
+    size_t i_;
+  };
+
+  explicit CategoryIds(size_t count) : count_(count) {}
+  Iterator begin() const { return Iterator(0); }
+  Iterator end() const { return Iterator(count_); }
+
+ private:
+  size_t count_;
+};
+
 struct Predicate {
   enum class Kind : uint8_t { kContains, kPrefix, kRegex, kAll, kAny, kNot, kPlatform };
   Kind kind = Kind::kContains;

@@ -29,7 +29,7 @@ struct CategoryBreakdown {
 // are left out.
 std::vector<CategoryBreakdown> Breakdown(const TraceProfile& p, size_t top) {
   std::vector<CategoryBreakdown> cats(p.category_count());
-  for (size_t c = 0; c < cats.size(); ++c) cats[c].category = CategoryId(c);
+  for (CategoryId c : CategoryIds(cats.size())) cats[c].category = c;
   for (uint32_t n = 0; n < p.names.size(); ++n) {
     CategoryBreakdown& c = cats[p.category_of_name(n)];
     c.count += p.name_kernels[n];

@@ -61,9 +61,9 @@ std::vector<FusionTypeRow> FusionTypeRows(const FusionReport& report,
   PerSide<std::vector<CategoryTotals>> totals;
   for (Side s : kSides) totals[s] = context.traces[s]->PerCategory();
   std::vector<FusionTypeRow> rows;
-  for (size_t t = 0; t < totals[Side::kTrace1].size(); ++t) {
+  for (CategoryId t : CategoryIds(totals[Side::kTrace1].size())) {
     FusionTypeRow row;
-    row.category = static_cast<CategoryId>(t);
+    row.category = t;
     for (Side s : kSides) {
       row.kernels[s] = totals[s][t].kernels;
       row.time_ns[s] = totals[s][t].time_ns;

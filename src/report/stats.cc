@@ -22,9 +22,9 @@ double GbPerSecond(const TraceProfile& p, double elapsed) {
 Json CategoriesJson(const TraceProfile& p) {
   Json per = Json::array();
   std::vector<CategoryTotals> totals = p.PerCategory();
-  for (size_t c = 0; c < totals.size(); ++c) {
+  for (CategoryId c : CategoryIds(totals.size())) {
     if (totals[c].kernels == 0) continue;
-    per.push_back(Json{{"category", p.category_name(static_cast<CategoryId>(c))},
+    per.push_back(Json{{"category", p.category_name(c)},
                        {"kernels", totals[c].kernels},
                        {"time_us", Micros(totals[c].time_ns)}});
   }
