@@ -210,17 +210,27 @@ uint64_t& CategorySlot(std::string_view cat, ParsedChunk* out) {
   return out->categories.back().second;
 }
 
+// ForEachField() calls on_field(key, value) for each field of `object`, stopping at the first
+// malformed one.
+template <typename OnField>
+simdjson::error_code ForEachField(od::object object, OnField&& on_field) {
+  simdjson::error_code err = simdjson::SUCCESS;
+  for (auto field : object) {
+    od::raw_json_string key;
+    if ((err = field.key().get(key))) return err;
+    od::value value;
+    if ((err = field.value().get(value))) return err;
+    if ((err = on_field(key, value))) return err;
+  }
+  return err;
+}
+
 // ReadKernelArgs() takes correlation, external id, stream, device and the roctracer-only `kind`
 // from a kernel's `args`.
 simdjson::error_code ReadKernelArgs(od::value value, KernelEvent* k) {
   od::object args;
   if (value.get_object().get(args) != simdjson::SUCCESS) return simdjson::SUCCESS;
-  simdjson::error_code err = simdjson::SUCCESS;
-  for (auto arg : args) {
-    od::raw_json_string key;
-    if ((err = arg.key().get(key))) return err;
-    od::value v;
-    if ((err = arg.value().get(v))) return err;
+  return ForEachField(args, [k](od::raw_json_string key, od::value v) {
     int64_t n;
     if (key == "correlation") {
       if (ReadInteger(v, &n)) {
@@ -239,19 +249,14 @@ simdjson::error_code ReadKernelArgs(od::value value, KernelEvent* k) {
     } else if (key == "kind") {
       k->flags |= KernelEvent::kHasKind;
     }
-  }
-  return err;
+    return simdjson::SUCCESS;
+  });
 }
 
 // ReadEvent() reads the fields tracefuse needs; `args` only when the event may be a kernel (its
 // `cat`, when it comes first, says so), since args are most of an event's bytes.
 simdjson::error_code ReadEvent(od::object event, EventFields* f) {
-  simdjson::error_code err = simdjson::SUCCESS;
-  for (auto field : event) {
-    od::raw_json_string key;
-    if ((err = field.key().get(key))) return err;
-    od::value value;
-    if ((err = field.value().get(value))) return err;
+  simdjson::error_code err = ForEachField(event, [f](od::raw_json_string key, od::value value) {
     if (key == "cat") {
       f->have_cat = value.get_string().get(f->cat) == simdjson::SUCCESS;
     } else if (key == "name") {
@@ -261,9 +266,10 @@ simdjson::error_code ReadEvent(od::object event, EventFields* f) {
     } else if (key == "dur") {
       f->dur_raw = value.raw_json_token();
     } else if (key == "args" && (!f->have_cat || IsKernelCategory(f->cat))) {
-      if ((err = ReadKernelArgs(value, &f->kernel))) return err;
+      return ReadKernelArgs(value, &f->kernel);
     }
-  }
+    return simdjson::SUCCESS;
+  });
   if (!f->have_cat) f->cat = {};
   if (!f->have_name) f->name = {};
   return err;

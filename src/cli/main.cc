@@ -68,13 +68,16 @@ absl::StatusOr<std::shared_ptr<const Classifier>> LoadClassifier(const std::stri
 
 // --- stats -------------------------------------------------------------------------------------
 
-struct StatsArgs {
+// What the commands that read one trace (stats, breakdown) take.
+struct OneTraceArgs {
   std::string trace;
   std::string format = "text";
   std::string output = "-";
   std::string ruleset = "tracefuse";
   int threads = 0;
 };
+
+using StatsArgs = OneTraceArgs;
 
 // Streams one trace with the given rule set; on failure reports the error and returns its exit
 // code in `exit_code`.
@@ -111,12 +114,7 @@ int RunStats(const StatsArgs& a) {
 
 // --- breakdown -----------------------------------------------------------------------------------
 
-struct BreakdownArgs {
-  std::string trace;
-  std::string format = "text";
-  std::string output = "-";
-  std::string ruleset = "tracefuse";
-  int threads = 0;
+struct BreakdownArgs : OneTraceArgs {
   size_t top = 5;
 };
 
@@ -326,16 +324,23 @@ std::string RulesHelp() {
   return "rule set: a built-in name (" + names + ") or a rule file (.yaml)";
 }
 
-CLI::App* AddStatsCommand(CLI::App* app, StatsArgs* a) {
-  CLI::App* cmd = app->add_subcommand("stats",
-                                      "Summarise one trace: platform, GPU, events per category, "
-                                      "kernels, correlation groups, throughput");
+// AddOneTraceCommand() declares a command that reads one trace and writes it in `formats`.
+CLI::App* AddOneTraceCommand(CLI::App* app, const std::string& name, const std::string& about,
+                             const std::vector<std::string>& formats, OneTraceArgs* a) {
+  CLI::App* cmd = app->add_subcommand(name, about);
   cmd->add_option("TRACE", a->trace, "trace file (.json or .json.gz; - for stdin)")->required();
   cmd->add_option("--format", a->format, "output format")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(CLI::IsMember(formats))
       ->capture_default_str();
   AddTraceOptions(cmd, RulesHelp(), &a->output, &a->ruleset, &a->threads);
   return cmd;
+}
+
+CLI::App* AddStatsCommand(CLI::App* app, StatsArgs* a) {
+  return AddOneTraceCommand(app, "stats",
+                            "Summarise one trace: platform, GPU, events per category, kernels, "
+                            "correlation groups, throughput",
+                            {"text", "json"}, a);
 }
 
 CLI::App* AddCompareCommand(CLI::App* app, CompareArgs* a) {
@@ -364,17 +369,13 @@ CLI::App* AddCompareCommand(CLI::App* app, CompareArgs* a) {
 }
 
 CLI::App* AddBreakdownCommand(CLI::App* app, BreakdownArgs* a) {
-  CLI::App* cmd = app->add_subcommand("breakdown",
-                                      "Kernel time per category, the top kernels of each, and the "
-                                      "top unclassified kernels of one trace");
-  cmd->add_option("TRACE", a->trace, "trace file (.json or .json.gz; - for stdin)")->required();
-  cmd->add_option("--format", a->format, "output format")
-      ->check(CLI::IsMember({"text", "json", "csv"}))
-      ->capture_default_str();
+  CLI::App* cmd = AddOneTraceCommand(app, "breakdown",
+                                     "Kernel time per category, the top kernels of each, and the "
+                                     "top unclassified kernels of one trace",
+                                     {"text", "json", "csv"}, a);
   cmd->add_option("--top", a->top, "kernels listed per category")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  AddTraceOptions(cmd, RulesHelp(), &a->output, &a->ruleset, &a->threads);
   return cmd;
 }
 
