@@ -1,0 +1,99 @@
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "command.h"
+#include "simdjson.h"
+#include "tracefuse/report/json.h"
+#include "tracefuse/strings.h"
+
+namespace tracefuse::cli {
+namespace {
+
+struct ClassifyArgs {
+  std::string input = "-";
+  std::string ruleset = "tracefuse";
+  std::string platform;
+  std::string format = "lines";
+};
+
+int RunClassify(const ClassifyArgs& a) {
+  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
+  if (!classifier.ok()) return Fail(classifier.status(), kExitUsage);
+  Platform platform = a.platform == "amd"      ? Platform::kAmd
+                      : a.platform == "nvidia" ? Platform::kNvidia
+                                               : Platform::kUnknown;
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (a.input != "-") {
+    file.open(a.input);
+    if (!file) {
+      return Fail(absl::NotFoundError(StrCat(a.input, ": ", std::strerror(errno))));
+    }
+    in = &file;
+  }
+  const RuleSet& rules = (*classifier)->rule_set();
+  bool has_patterns = !rules.fallback().pattern.empty();
+  for (const Rule& r : rules.rules()) has_patterns |= !r.pattern.empty();
+
+  simdjson::dom::parser parser;
+  CachedClassifier names(*classifier, platform);
+  std::string line, out;
+  size_t line_no = 0;
+  while (std::getline(*in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::string name;
+    if (a.format == "jsonl") {
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      std::string_view s;
+      if (parser.parse(simdjson::padded_string(line)).get_string().get(s) != simdjson::SUCCESS) {
+        return Fail(
+            absl::InvalidArgumentError(StrCat(a.input, ":", line_no, ": not a JSON string")),
+            kExitBadTrace);
+      }
+      name = std::string(s);
+    } else {
+      name = line;
+    }
+    RuleId id = names.Classify(name);
+    Json j;
+    j["name"] = name;
+    j["category"] = (*classifier)->category_name((*classifier)->category_of(id));
+    if (has_patterns) j["pattern"] = (*classifier)->Pattern(id, name);
+    out += DumpJson(j, -1);
+    out += '\n';
+    if (out.size() > (1u << 16)) {
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      out.clear();
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+CLI::App* Declare(CLI::App* app, ClassifyArgs* a) {
+  CLI::App* cmd = app->add_subcommand(
+      "classify", "Classify kernel names, one per line, printing one JSON object per line");
+  cmd->add_option("FILE", a->input, "names file (default: stdin)");
+  cmd->add_option("--ruleset", a->ruleset, RulesHelp())->capture_default_str();
+  cmd->add_option("--platform", a->platform,
+                  "platform for platform-aware rule sets (default: any other than AMD, as the "
+                  "reference treats it)")
+      ->check(CLI::IsMember({"amd", "nvidia"}));
+  cmd->add_option("--input", a->format,
+                  "lines: one raw name per line; jsonl: one JSON string per line")
+      ->check(CLI::IsMember({"lines", "jsonl"}))
+      ->capture_default_str();
+  return cmd;
+}
+
+}  // namespace
+
+Command AddClassifyCommand(CLI::App* app) {
+  auto args = std::make_shared<ClassifyArgs>();
+  return Command{Declare(app, args.get()), [args] { return RunClassify(*args); }};
+}
+
+}  // namespace tracefuse::cli
