@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "tracefuse/interrupt.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -101,6 +102,9 @@ class ReadSource : public ByteSource {
     std::shared_ptr<char> buf = pool_->Acquire();
     size_t have = 0;
     while (have < pool_->buffer_bytes()) {
+      if (InterruptSignal() != 0) {
+        return InterruptedError(StrCat("after ", pos_ + have, " bytes of ", path()));
+      }
       ssize_t n = read(fd_.get(), buf.get() + have, pool_->buffer_bytes() - have);
       if (n < 0) {
         if (errno == EINTR) continue;

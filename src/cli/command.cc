@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "tracefuse/interrupt.h"
 #include "tracefuse/pipeline.h"
 
 namespace tracefuse::cli {
@@ -14,6 +15,8 @@ int ExitCodeFor(const absl::Status& s) {
     case absl::StatusCode::kDataLoss:
     case absl::StatusCode::kUnimplemented:
       return kExitBadTrace;
+    case absl::StatusCode::kCancelled:
+      return kExitSignalBase + InterruptSignal();
     default:
       return kExitIo;
   }

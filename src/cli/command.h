@@ -1,7 +1,8 @@
 // Internal to the command line: what every subcommand shares, and one declaration per command.
 //
 // Exit codes: 0 success; 1 malformed or unsupported trace (or rule file failing --check);
-// 2 usage error (bad flags, unknown rule set); 3 I/O error (missing file, directory, unreadable).
+// 2 usage error (bad flags, unknown rule set); 3 I/O error (missing file, directory, unreadable);
+// 143 / 130 stopped by SIGTERM / SIGINT (see tracefuse/interrupt.h).
 #ifndef TRACEFUSE_SRC_CLI_COMMAND_H_
 #define TRACEFUSE_SRC_CLI_COMMAND_H_
 
@@ -24,6 +25,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitBadTrace = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitIo = 3;
+// A run stopped by SIGTERM or SIGINT exits with this plus the signal's number: 143, 130.
+inline constexpr int kExitSignalBase = 128;
 
 // ExitCodeFor() maps a status to the exit code documented above.
 int ExitCodeFor(const absl::Status& s);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "command.h"
+#include "tracefuse/interrupt.h"
 #include "tracefuse/pipeline.h"
 
 namespace tracefuse::cli {
@@ -37,7 +38,8 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tracefuse ") + TRACEFUSE_VERSION);
   app.footer(
-      "Exit codes: 0 success, 1 malformed or unsupported trace, 2 usage error, 3 I/O error.");
+      "Exit codes: 0 success, 1 malformed or unsupported trace, 2 usage error, 3 I/O error, "
+      "143 / 130 stopped by SIGTERM / SIGINT.");
   const std::vector<Command> commands = {AddStatsCommand(&app), AddCompareCommand(&app),
                                          AddBreakdownCommand(&app), AddRulesCommand(&app),
                                          AddClassifyCommand(&app)};
@@ -53,5 +55,6 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   tracefuse::KeepFreedMemoryForReuse();
+  tracefuse::InstallInterruptHandlers();
   return tracefuse::cli::Main(argc, argv);
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "tracefuse/interrupt.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -39,6 +40,10 @@ OutputFile::~OutputFile() {
 }
 
 absl::Status OutputFile::Append(std::string_view data) {
+  if (InterruptSignal() != 0) {
+    failed_ = true;
+    return InterruptedError(StrCat("while writing ", path_));
+  }
   while (!data.empty() && !failed_) {
     ssize_t n = write(fd_, data.data(), data.size());
     if (n < 0) {
@@ -53,6 +58,7 @@ absl::Status OutputFile::Append(std::string_view data) {
 
 absl::Status OutputFile::Commit() {
   if (tmp_.empty()) return absl::OkStatus();  // standard output
+  if (InterruptSignal() != 0) return InterruptedError(StrCat("before ", path_, " was complete"));
   int err = 0;
   if (fsync(fd_) != 0 || close(fd_) != 0) err = errno;
   fd_ = -1;
