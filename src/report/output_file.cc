@@ -13,9 +13,10 @@
 
 namespace tracefuse {
 
-absl::StatusOr<OutputFile> OutputFile::Open(const std::string& path) {
+absl::StatusOr<OutputFile> OutputFile::Open(const std::string& path, OnInterrupt on_interrupt) {
   OutputFile f;
   f.path_ = path;
+  f.on_interrupt_ = on_interrupt;
   if (path == "-") {
     f.fd_ = STDOUT_FILENO;
     return f;
@@ -27,7 +28,11 @@ absl::StatusOr<OutputFile> OutputFile::Open(const std::string& path) {
 }
 
 OutputFile::OutputFile(OutputFile&& o) noexcept
-    : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), fd_(o.fd_), failed_(o.failed_) {
+    : path_(std::move(o.path_)),
+      tmp_(std::move(o.tmp_)),
+      fd_(o.fd_),
+      failed_(o.failed_),
+      on_interrupt_(o.on_interrupt_) {
   o.fd_ = -1;
   o.tmp_.clear();
 }
@@ -40,7 +45,7 @@ OutputFile::~OutputFile() {
 }
 
 absl::Status OutputFile::Append(std::string_view data) {
-  if (InterruptSignal() != 0) {
+  if (InterruptSignal() != 0 && on_interrupt_ == OnInterrupt::kAbandon) {
     failed_ = true;
     return InterruptedError(StrCat("while writing ", path_));
   }
@@ -58,7 +63,8 @@ absl::Status OutputFile::Append(std::string_view data) {
 
 absl::Status OutputFile::Commit() {
   if (tmp_.empty()) return absl::OkStatus();  // standard output
-  if (InterruptSignal() != 0) return InterruptedError(StrCat("before ", path_, " was complete"));
+  if (InterruptSignal() != 0 && on_interrupt_ == OnInterrupt::kAbandon)
+    return InterruptedError(StrCat("before ", path_, " was complete"));
   int err = 0;
   if (fsync(fd_) != 0 || close(fd_) != 0) err = errno;
   fd_ = -1;
@@ -68,8 +74,9 @@ absl::Status OutputFile::Commit() {
   return absl::OkStatus();
 }
 
-absl::Status WriteOutput(const std::string& path, std::string_view content) {
-  absl::StatusOr<OutputFile> out = OutputFile::Open(path);
+absl::Status WriteOutput(const std::string& path, std::string_view content,
+                         OutputFile::OnInterrupt on_interrupt) {
+  absl::StatusOr<OutputFile> out = OutputFile::Open(path, on_interrupt);
   if (!out.ok()) return out.status();
   absl::Status st = out->Append(content);
   if (!st.ok()) return st;

@@ -17,7 +17,13 @@ namespace tracefuse {
 // so a large report is streamed rather than built in memory.
 class OutputFile {
  public:
-  static absl::StatusOr<OutputFile> Open(const std::string& path);
+  // OnInterrupt says what an output does once SIGTERM or SIGINT has arrived (interrupt.h): a
+  // report is abandoned, so no partial file is committed; a record of the interruption (batch's
+  // status file) is finished.
+  enum class OnInterrupt { kAbandon, kFinish };
+
+  static absl::StatusOr<OutputFile> Open(const std::string& path,
+                                         OnInterrupt on_interrupt = OnInterrupt::kAbandon);
   OutputFile(OutputFile&& other) noexcept;
   OutputFile& operator=(OutputFile&&) = delete;
   ~OutputFile();
@@ -30,11 +36,13 @@ class OutputFile {
   std::string tmp_;  // empty for standard output and once committed
   int fd_ = -1;
   bool failed_ = false;
+  OnInterrupt on_interrupt_ = OnInterrupt::kAbandon;
 };
 
 // WriteOutput() writes `content` to `path` as one OutputFile, for outputs small enough to be
 // built in memory first.
-absl::Status WriteOutput(const std::string& path, std::string_view content);
+absl::Status WriteOutput(const std::string& path, std::string_view content,
+                         OutputFile::OnInterrupt on_interrupt = OutputFile::OnInterrupt::kAbandon);
 
 }  // namespace tracefuse
 
