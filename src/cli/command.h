@@ -74,6 +74,7 @@ Command AddCompareCommand(CLI::App* app);
 Command AddBreakdownCommand(CLI::App* app);
 Command AddRulesCommand(CLI::App* app);
 Command AddClassifyCommand(CLI::App* app);
+Command AddPairsCommand(CLI::App* app);
 
 }  // namespace tracefuse::cli
 
