@@ -42,9 +42,6 @@ CLI::App* Declare(CLI::App* app, PairsArgs* a) {
 
 }  // namespace
 
-Command AddPairsCommand(CLI::App* app) {
-  auto args = std::make_shared<PairsArgs>();
-  return Command{Declare(app, args.get()), [args] { return RunPairs(*args); }};
-}
+Command AddPairsCommand(CLI::App* app) { return MakeCommand(app, Declare, RunPairs); }
 
 }  // namespace tracefuse::cli
