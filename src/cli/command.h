@@ -1,6 +1,7 @@
 // Internal to the command line: what every subcommand shares, and one declaration per command.
 //
-// Exit codes: 0 success; 1 malformed or unsupported trace (or rule file failing --check);
+// Exit codes: 0 success; 1 malformed or unsupported trace (or rule file failing --check, or a
+// merged batch with pairs not complete);
 // 2 usage error (bad flags, unknown rule set); 3 I/O error (missing file, directory, unreadable);
 // 143 / 130 stopped by SIGTERM / SIGINT (see tracefuse/interrupt.h).
 #ifndef TRACEFUSE_SRC_CLI_COMMAND_H_
@@ -23,6 +24,7 @@ namespace tracefuse::cli {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitBadTrace = 1;
+inline constexpr int kExitIncomplete = 1;  // merge: some pair of the batch is not complete
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitIo = 3;
 // A run stopped by SIGTERM or SIGINT exits with this plus the signal's number: 143, 130.
@@ -74,6 +76,7 @@ Command AddCompareCommand(CLI::App* app);
 Command AddBreakdownCommand(CLI::App* app);
 Command AddRulesCommand(CLI::App* app);
 Command AddClassifyCommand(CLI::App* app);
+Command AddMergeCommand(CLI::App* app);
 
 }  // namespace tracefuse::cli
 

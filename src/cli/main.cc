@@ -40,9 +40,9 @@ int Main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 success, 1 malformed or unsupported trace, 2 usage error, 3 I/O error, "
       "143 / 130 stopped by SIGTERM / SIGINT.");
-  const std::vector<Command> commands = {AddStatsCommand(&app), AddCompareCommand(&app),
+  const std::vector<Command> commands = {AddStatsCommand(&app),     AddCompareCommand(&app),
                                          AddBreakdownCommand(&app), AddRulesCommand(&app),
-                                         AddClassifyCommand(&app)};
+                                         AddClassifyCommand(&app),  AddMergeCommand(&app)};
   if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return *exit_code;
   for (const Command& command : commands) {
     if (command.app->parsed()) return command.run();
