@@ -550,6 +550,12 @@ absl::StatusOr<std::shared_ptr<const Classifier>> Classifier::Create(
   return std::shared_ptr<const Classifier>(std::move(c));
 }
 
+absl::StatusOr<std::shared_ptr<const Classifier>> LoadClassifier(const std::string& ruleset) {
+  absl::StatusOr<std::shared_ptr<const RuleSet>> rules = RuleSet::Load(ruleset);
+  if (!rules.ok()) return rules.status();
+  return Classifier::Create(*rules);
+}
+
 RuleId Classifier::Classify(std::string_view name, Platform platform) const {
   const Impl& im = *impl_;
   Impl::ThreadState& state = im.states->local();

@@ -13,11 +13,13 @@ std::atomic<int> received{0};
 
 void OnSignal(int signal) {
   received.store(signal, std::memory_order_relaxed);
-  // The next signal takes the default action: a second Ctrl-C ends the process.
-  struct sigaction dfl = {};
-  dfl.sa_handler = SIG_DFL;
-  sigaction(SIGTERM, &dfl, nullptr);
-  sigaction(SIGINT, &dfl, nullptr);
+  // A second Ctrl-C ends the process at once. SIGTERM stays caught: Slurm may send it twice (the
+  // early warning, then the time limit), and the run must still record how it ended.
+  if (signal == SIGINT) {
+    struct sigaction dfl = {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGINT, &dfl, nullptr);
+  }
 }
 
 }  // namespace

@@ -386,6 +386,9 @@ absl::StatusOr<TraceMetadata> ParseTraceMetadata(std::string_view json,
       meta.has_cuda_runtime_version = true;
     } else if (key == "hip_runtime_version") {
       meta.has_hip_runtime_version = true;
+    } else if (key == "distributedInfo") {
+      int64_t rank;
+      if (value["rank"].get_int64().get(rank) == simdjson::SUCCESS) meta.rank = rank;
     } else if (key == "baseTimeNanoseconds") {
       int64_t base;
       if (value.get_int64().get(base) == simdjson::SUCCESS) meta.base_time_ns = base;

@@ -114,6 +114,14 @@ class SharedProgress {
   std::vector<uint64_t> read_, total_, input_;
 };
 
+// LeadingMetadata() parses the top-level keys that precede `traceEvents`, once the splitter has
+// entered the events array (a bare array of events has none).
+absl::StatusOr<TraceMetadata> LeadingMetadata(const EventSplitter& splitter,
+                                              const std::string& path) {
+  if (splitter.bare_array()) return TraceMetadata();
+  return ParseTraceMetadata(StrCat(splitter.leading_metadata_json(), "]}"), path);
+}
+
 // ChunkSource is the serial front of the graph: it reads blocks, splits them into chunks of
 // whole events and, as soon as the keys before `traceEvents` have been read, detects the
 // platform that names are classified with (the reducer re-classifies if the final detection,
@@ -193,9 +201,7 @@ class ChunkSource {
 
   void DetectEarlyPlatform() {
     platform_checked_ = true;
-    if (splitter_.bare_array()) return;
-    absl::StatusOr<TraceMetadata> early =
-        ParseTraceMetadata(splitter_.metadata_json() + "]}", path_);
+    absl::StatusOr<TraceMetadata> early = LeadingMetadata(splitter_, path_);
     std::string why;
     if (early.ok()) classify_platform_ = DetectPlatform(*early, {}, {}, &why);
   }
@@ -325,6 +331,27 @@ absl::StatusOr<std::vector<TraceProfile>> ProfileInArena(
 }
 
 }  // namespace
+
+absl::StatusOr<TraceMetadata> ReadLeadingMetadata(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<ByteSource>> bytes = OpenSource(path);
+  if (!bytes.ok()) return bytes.status();
+  EventSplitter splitter(path);
+  std::vector<EventChunk> chunks;  // dropped: only the keys before the events are wanted
+  while (!splitter.events_started()) {
+    Block block;
+    absl::StatusOr<bool> more = (*bytes)->Next(&block);
+    if (!more.ok()) return more.status();
+    if (!*more) {
+      absl::Status finished = splitter.Finish();
+      if (!finished.ok()) return finished;
+      return ParseTraceMetadata(splitter.metadata_json(), path);
+    }
+    absl::Status fed = splitter.Feed(block, &chunks);
+    if (!fed.ok()) return fed;
+    chunks.clear();
+  }
+  return LeadingMetadata(splitter, path);
+}
 
 absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
     const std::vector<std::string>& paths, std::shared_ptr<const Classifier> classifier,

@@ -283,6 +283,7 @@ absl::Status EventSplitter::OnOpen(char c, uint64_t offset, const char* at, cons
     copy_from_ = offset;
     if (MetadataEndsWithEventsKey() && copying_metadata_) {
       metadata_.push_back('[');
+      leading_metadata_bytes_ = metadata_.size();
       copying_metadata_ = false;
       in_events_ = true;
       events_started_ = true;

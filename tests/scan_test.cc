@@ -152,6 +152,19 @@ TEST(Splitter, EmptyEventsArray) {
   EXPECT_TRUE(chunks.empty());
 }
 
+// The keys before the events stay readable however far the input has been read: pairing and
+// early platform detection read them after whole small files went through the splitter.
+TEST(Splitter, LeadingMetadataSurvivesTheRestOfTheInput) {
+  for (size_t block : {size_t{4}, size_t{1} << 20}) {
+    EventSplitter splitter("t");
+    absl::Status status;
+    Split(R"({"a": [1], "traceEvents": [{"x": 1}], "after": 2})", block, &splitter, &status);
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_EQ(splitter.leading_metadata_json(), R"({"a": [1], "traceEvents": [)") << block;
+    EXPECT_EQ(splitter.metadata_json(), R"({"a": [1], "traceEvents": [], "after": 2})") << block;
+  }
+}
+
 struct BadInput {
   const char* text;
   const char* message;

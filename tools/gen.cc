@@ -37,6 +37,8 @@ struct Options {
   int python_per_step = 24;
   int cpu_ops_per_step = 8;
   uint64_t steps = 0;  // 0: as many as the size allows
+  int rank = 0;        // distributedInfo of one process of a distributed job
+  int world_size = 1;
   bool summary = false;
 };
 
@@ -268,7 +270,10 @@ class TraceWriter {
       w_.Raw("  \"cupti_version\": 22, \"cuda_runtime_version\": 12040,");
     }
     w_.Raw(nl);
-    w_.Raw("  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 1},");
+    w_.Raw(
+        fmt::format("  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, "
+                    "\"world_size\": {}}},",
+                    o_.rank, o_.world_size));
     w_.Raw(nl);
     w_.Raw("  \"traceEvents\": [");
     Metadata("process_name", 0, "python3");
@@ -472,6 +477,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"lines", "compact"}))
       ->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
+  app.add_option("--rank", o.rank, "distributedInfo.rank (one trace per rank of a job)")
+      ->capture_default_str();
+  app.add_option("--world-size", o.world_size, "distributedInfo.world_size")->capture_default_str();
   app.add_flag("--summary", o.summary,
                "print bytes, complete events and kernels written to stderr");
   app.add_option("-o,--output", o.output, "output file (written atomically; - for stdout)")

@@ -133,6 +133,9 @@ class Classifier {
   std::unique_ptr<Impl> impl_;
 };
 
+// LoadClassifier() compiles a built-in rule set by name, or a rule file by path.
+absl::StatusOr<std::shared_ptr<const Classifier>> LoadClassifier(const std::string& ruleset);
+
 // CachedClassifier classifies names for one platform, remembering each name's rule: kernel names
 // repeat across a trace's chunks, and a lookup costs less than a Hyperscan scan. One per thread.
 class CachedClassifier {

@@ -15,8 +15,9 @@
 
 namespace tracefuse {
 
-// InstallInterruptHandlers() makes SIGTERM and SIGINT set InterruptSignal(). A second signal of
-// either kind ends the process at once (the default action), for a user who will not wait.
+// InstallInterruptHandlers() makes SIGTERM and SIGINT set InterruptSignal(). A second SIGINT ends
+// the process at once (the default action), for a user who will not wait; SIGTERM, which Slurm
+// may send twice, is only ever recorded.
 void InstallInterruptHandlers();
 
 // InterruptSignal() is the signal received since InstallInterruptHandlers(), 0 when none.

@@ -107,6 +107,7 @@ struct TraceMetadata {
   bool has_cuda_runtime_version = false;
   bool has_hip_runtime_version = false;
   std::optional<int64_t> base_time_ns;
+  std::optional<int64_t> rank;  // distributedInfo.rank: this process's rank in a distributed job
 };
 
 // Parses the splitter's metadata document. `display_name` prefixes errors.

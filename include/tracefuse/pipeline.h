@@ -53,6 +53,12 @@ absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
     const std::vector<std::string>& paths, std::shared_ptr<const Classifier> classifier,
     const PipelineOptions& options);
 
+// ReadLeadingMetadata() reads a trace only as far as its `traceEvents` array and parses the
+// top-level keys before it (Kineto writes deviceProperties and distributedInfo there): a few
+// kilobytes of a multi-gigabyte file. A file without events is read whole.
+absl::StatusOr<TraceMetadata> ReadLeadingMetadata(const std::string& path);
+
+// Comparison is what CompareTraces() returns.
 struct Comparison {
   PerSide<TraceProfile> traces;
   FusionReport report;

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -54,9 +55,14 @@ class EventSplitter {
   // out by Feed: the last one closes with the events array.)
   absl::Status Finish();
 
-  // True once the events array has been entered: metadata_json() then holds every top-level key
-  // that precedes it (followed by an unterminated '[').
+  // True once the events array has been entered: leading_metadata_json() then holds every
+  // top-level key that precedes it.
   bool events_started() const { return events_started_; }
+  // The top-level object up to its events array's '[', unterminated: valid once
+  // events_started(), however far the input has been read since ("" for a bare array).
+  std::string_view leading_metadata_json() const {
+    return std::string_view(metadata_).substr(0, leading_metadata_bytes_);
+  }
   bool bare_array() const { return bare_array_; }
   // The top-level object with the events array emptied; valid after Finish().
   const std::string& metadata_json() const { return metadata_; }
@@ -101,6 +107,7 @@ class EventSplitter {
   bool copying_metadata_ = true;
   uint64_t copy_from_ = 0;
   bool metadata_truncated_ = false;
+  size_t leading_metadata_bytes_ = 0;
 
   // Chunk under construction.
   bool chunk_open_ = false;

@@ -34,9 +34,6 @@ CLI::App* Declare(CLI::App* app, BreakdownArgs* a) {
 
 }  // namespace
 
-Command AddBreakdownCommand(CLI::App* app) {
-  auto args = std::make_shared<BreakdownArgs>();
-  return Command{Declare(app, args.get()), [args] { return RunBreakdown(*args); }};
-}
+Command AddBreakdownCommand(CLI::App* app) { return MakeCommand(app, Declare, RunBreakdown); }
 
 }  // namespace tracefuse::cli

@@ -91,9 +91,6 @@ CLI::App* Declare(CLI::App* app, ClassifyArgs* a) {
 
 }  // namespace
 
-Command AddClassifyCommand(CLI::App* app) {
-  auto args = std::make_shared<ClassifyArgs>();
-  return Command{Declare(app, args.get()), [args] { return RunClassify(*args); }};
-}
+Command AddClassifyCommand(CLI::App* app) { return MakeCommand(app, Declare, RunClassify); }
 
 }  // namespace tracefuse::cli

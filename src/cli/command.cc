@@ -2,25 +2,9 @@
 
 #include <cstdio>
 
-#include "tracefuse/interrupt.h"
 #include "tracefuse/pipeline.h"
 
 namespace tracefuse::cli {
-
-int ExitCodeFor(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kOk:
-      return kExitOk;
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kDataLoss:
-    case absl::StatusCode::kUnimplemented:
-      return kExitBadTrace;
-    case absl::StatusCode::kCancelled:
-      return kExitSignalBase + InterruptSignal();
-    default:
-      return kExitIo;
-  }
-}
 
 int Fail(const absl::Status& s, int code) {
   std::fprintf(stderr, "tracefuse: error: %s\n", std::string(s.message()).c_str());
@@ -32,24 +16,29 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-absl::StatusOr<std::shared_ptr<const Classifier>> LoadClassifier(const std::string& ruleset) {
-  absl::StatusOr<std::shared_ptr<const RuleSet>> rules = RuleSet::Load(ruleset);
-  if (!rules.ok()) return rules.status();
-  return Classifier::Create(*rules);
-}
-
 std::string RulesHelp() {
   std::string names;
   for (const auto& n : RuleSet::BuiltinNames()) names += (names.empty() ? "" : ", ") + n;
   return "rule set: a built-in name (" + names + ") or a rule file (.yaml)";
 }
 
-void AddTraceOptions(CLI::App* cmd, std::string* output, std::string* ruleset, int* threads) {
-  cmd->add_option("-o,--output", *output, "write to FILE (atomically) instead of stdout");
+void AddReadOptions(CLI::App* cmd, std::string* ruleset, int* threads) {
   cmd->add_option("--ruleset", *ruleset, RulesHelp())->capture_default_str();
   cmd->add_option("--threads", *threads,
                   "worker threads (default: $SLURM_CPUS_PER_TASK, else the CPUs available)")
       ->check(CLI::PositiveNumber);
+}
+
+void AddTraceOptions(CLI::App* cmd, std::string* output, std::string* ruleset, int* threads) {
+  cmd->add_option("-o,--output", *output, "write to FILE (atomically) instead of stdout");
+  AddReadOptions(cmd, ruleset, threads);
+}
+
+void AddMinGroupSizeOption(CLI::App* cmd, uint32_t* min_group_size) {
+  cmd->add_option("--min-group-size", *min_group_size,
+                  "smallest correlation group (graph replay) that is matched")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 CLI::App* AddOneTraceCommand(CLI::App* app, const std::string& name, const std::string& about,

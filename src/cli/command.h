@@ -1,13 +1,11 @@
 // Internal to the command line: what every subcommand shares, and one declaration per command.
 //
-// Exit codes: 0 success; 1 malformed or unsupported trace (or rule file failing --check, or a
-// merged batch with pairs not complete);
-// 2 usage error (bad flags, unknown rule set); 3 I/O error (missing file, directory, unreadable);
-// 143 / 130 stopped by SIGTERM / SIGINT (see tracefuse/interrupt.h).
+// Exit codes: tracefuse/exit_code.h.
 #ifndef TRACEFUSE_SRC_CLI_COMMAND_H_
 #define TRACEFUSE_SRC_CLI_COMMAND_H_
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -18,33 +16,27 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "tracefuse/classify.h"
+#include "tracefuse/exit_code.h"
 #include "tracefuse/reduce.h"
 
 namespace tracefuse::cli {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitBadTrace = 1;
-inline constexpr int kExitIncomplete = 1;  // merge: some pair of the batch is not complete
-inline constexpr int kExitUsage = 2;
-inline constexpr int kExitIo = 3;
-// A run stopped by SIGTERM or SIGINT exits with this plus the signal's number: 143, 130.
-inline constexpr int kExitSignalBase = 128;
-
-// ExitCodeFor() maps a status to the exit code documented above.
-int ExitCodeFor(const absl::Status& s);
 // Fail() prints the status as the one-line `tracefuse: error: ...` and returns `code`.
 int Fail(const absl::Status& s, int code);
 int Fail(const absl::Status& s);
 
 double SecondsSince(std::chrono::steady_clock::time_point t);
 
-absl::StatusOr<std::shared_ptr<const Classifier>> LoadClassifier(const std::string& ruleset);
-
 // RulesHelp() is the --ruleset help, naming the built-in sets.
 std::string RulesHelp();
 
-// AddTraceOptions() declares the options every trace-reading command shares.
+// AddReadOptions() declares --ruleset and --threads, the options of every command that reads
+// traces; AddTraceOptions() adds -o to them, for the commands that write one output.
+void AddReadOptions(CLI::App* cmd, std::string* ruleset, int* threads);
 void AddTraceOptions(CLI::App* cmd, std::string* output, std::string* ruleset, int* threads);
+
+// AddMinGroupSizeOption() declares compare's --min-group-size.
+void AddMinGroupSizeOption(CLI::App* cmd, uint32_t* min_group_size);
 
 // What the commands that read one trace (stats, breakdown) take.
 struct OneTraceArgs {
@@ -71,11 +63,22 @@ struct Command {
   std::function<int()> run;
 };
 
+// MakeCommand() is the command whose options `declare` declares into an Args, which `run` reads
+// once the command line has been parsed.
+template <typename Args>
+Command MakeCommand(CLI::App* app, CLI::App* (*declare)(CLI::App*, Args*),
+                    int (*run)(const Args&)) {
+  auto args = std::make_shared<Args>();
+  return Command{declare(app, args.get()), [args, run] { return run(*args); }};
+}
+
 Command AddStatsCommand(CLI::App* app);
 Command AddCompareCommand(CLI::App* app);
 Command AddBreakdownCommand(CLI::App* app);
 Command AddRulesCommand(CLI::App* app);
 Command AddClassifyCommand(CLI::App* app);
+Command AddPairsCommand(CLI::App* app);
+Command AddBatchCommand(CLI::App* app);
 Command AddMergeCommand(CLI::App* app);
 
 }  // namespace tracefuse::cli

@@ -4,9 +4,7 @@
 
 #include "command.h"
 #include "fmt/format.h"
-#include "tracefuse/pipeline.h"
-#include "tracefuse/report/fusion.h"
-#include "tracefuse/report/output_file.h"
+#include "tracefuse/batch/compare.h"
 
 namespace tracefuse::cli {
 namespace {
@@ -15,10 +13,8 @@ struct CompareArgs {
   std::string trace1, trace2;
   std::string format = "text";
   std::string output = "-";
-  std::string ruleset = "tracefuse";
   std::string progress = "auto";
-  std::string label1, label2;
-  uint32_t min_group_size = kDefaultMinGroupSize;
+  CompareOptions options;
   int threads = 0;
 };
 
@@ -52,17 +48,7 @@ class ProgressLine {
   bool printed_ = false;
 };
 
-PerSide<std::string> DefaultLabels(const TraceProfile& a, const TraceProfile& b) {
-  if (a.platform != b.platform && a.platform != Platform::kUnknown &&
-      b.platform != Platform::kUnknown) {
-    return {{std::string(PlatformName(a.platform)), std::string(PlatformName(b.platform))}};
-  }
-  return ReferenceLabels();
-}
-
 int RunCompare(const CompareArgs& a) {
-  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
-  if (!classifier.ok()) return Fail(classifier.status(), kExitUsage);
   PipelineOptions options;
   options.threads = a.threads;
   std::unique_ptr<ProgressLine> progress;
@@ -70,36 +56,13 @@ int RunCompare(const CompareArgs& a) {
     progress = std::make_unique<ProgressLine>();
     options.progress = [p = progress.get()](const ProgressUpdate& u) { p->Update(u); };
   }
-  FusionOptions fusion;
-  fusion.min_group_size = a.min_group_size;
+  int exit_code = kExitOk;
   absl::StatusOr<Comparison> comparison =
-      CompareTraces(a.trace1, a.trace2, *classifier, options, fusion);
+      RunComparison(a.trace1, a.trace2, a.options, options, &exit_code);
   progress.reset();
-  if (!comparison.ok()) return Fail(comparison.status());
-  const FusionReport& report = comparison->report;
-  const PerSide<TraceProfile>& traces = comparison->traces;
-  CompareContext context;
-  context.read_seconds = comparison->read_seconds;
-  context.analyze_seconds = comparison->analyze_seconds;
-  context.traces = {{&traces[Side::kTrace1], &traces[Side::kTrace2]}};
-  context.labels = DefaultLabels(traces[Side::kTrace1], traces[Side::kTrace2]);
-  if (!a.label1.empty()) context.labels[Side::kTrace1] = a.label1;
-  if (!a.label2.empty()) context.labels[Side::kTrace2] = a.label2;
-  context.min_group_size = a.min_group_size;
-  if (a.format == "json") {
-    absl::StatusOr<OutputFile> file = OutputFile::Open(a.output);
-    absl::Status st = file.ok() ? WriteFusionJson(report, context, &*file) : file.status();
-    if (st.ok()) st = file->Commit();
-    return st.ok() ? kExitOk : Fail(st, kExitIo);
-  }
-  std::string out;
-  if (a.format == "csv") {
-    out = FusionCsv(report, context);
-  } else {
-    out = FusionText(report, context, a.format == "markdown");
-  }
-  absl::Status written = WriteOutput(a.output, out);
-  return written.ok() ? kExitOk : Fail(written, kExitIo);
+  if (!comparison.ok()) return Fail(comparison.status(), exit_code);
+  absl::Status written = WriteComparison(*comparison, a.options, a.format, a.output, &exit_code);
+  return written.ok() ? kExitOk : Fail(written, exit_code);
 }
 
 CLI::App* Declare(CLI::App* app, CompareArgs* a) {
@@ -110,28 +73,22 @@ CLI::App* Declare(CLI::App* app, CompareArgs* a) {
   cmd->add_option("--format", a->format,
                   "text and markdown for people; json keeps wafer's schema (plus a "
                   "\"tracefuse\" key); csv has one row per kernel type")
-      ->check(CLI::IsMember({"text", "json", "csv", "markdown"}))
+      ->check(CLI::IsMember(FusionFormats()))
       ->capture_default_str();
-  AddTraceOptions(cmd, &a->output, &a->ruleset, &a->threads);
-  cmd->add_option("--min-group-size", a->min_group_size,
-                  "smallest correlation group (graph replay) that is matched")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  AddTraceOptions(cmd, &a->output, &a->options.ruleset, &a->threads);
+  AddMinGroupSizeOption(cmd, &a->options.min_group_size);
   cmd->add_option("--progress", a->progress,
                   "progress line on stderr: auto shows it only when stderr is a terminal")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  cmd->add_option("--label1", a->label1,
+  cmd->add_option("--label1", a->options.label1,
                   "name for trace 1 in text, markdown and CSV (default: its platform)");
-  cmd->add_option("--label2", a->label2, "name for trace 2");
+  cmd->add_option("--label2", a->options.label2, "name for trace 2");
   return cmd;
 }
 
 }  // namespace
 
-Command AddCompareCommand(CLI::App* app) {
-  auto args = std::make_shared<CompareArgs>();
-  return Command{Declare(app, args.get()), [args] { return RunCompare(*args); }};
-}
+Command AddCompareCommand(CLI::App* app) { return MakeCommand(app, Declare, RunCompare); }
 
 }  // namespace tracefuse::cli

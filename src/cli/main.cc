@@ -42,7 +42,8 @@ int Main(int argc, char** argv) {
       "143 / 130 stopped by SIGTERM / SIGINT.");
   const std::vector<Command> commands = {AddStatsCommand(&app),     AddCompareCommand(&app),
                                          AddBreakdownCommand(&app), AddRulesCommand(&app),
-                                         AddClassifyCommand(&app),  AddMergeCommand(&app)};
+                                         AddClassifyCommand(&app),  AddPairsCommand(&app),
+                                         AddBatchCommand(&app),     AddMergeCommand(&app)};
   if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return *exit_code;
   for (const Command& command : commands) {
     if (command.app->parsed()) return command.run();

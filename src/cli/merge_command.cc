@@ -43,10 +43,7 @@ int RunMerge(const MergeArgs& a) {
     std::fprintf(stderr, "tracefuse: warning: %s (pair counted as failed)\n", message.c_str());
   };
   absl::StatusOr<MergeSummary> summary = SummarizeBatch(a.dir, options);
-  if (!summary.ok()) {
-    const bool interrupted = absl::IsCancelled(summary.status());
-    return interrupted ? Fail(summary.status()) : Fail(summary.status(), kExitIo);
-  }
+  if (!summary.ok()) return Fail(summary.status(), ExitCodeFor(summary.status(), kExitIo));
   std::string out;
   if (a.format == "json") {
     out = DumpJson(MergeJson(*summary)) + "\n";
@@ -56,7 +53,7 @@ int RunMerge(const MergeArgs& a) {
     out = MergeText(*summary, a.format == "markdown");
   }
   absl::Status written = WriteOutput(a.output, out);
-  if (!written.ok()) return Fail(written, kExitIo);
+  if (!written.ok()) return Fail(written, ExitCodeFor(written, kExitIo));
   if (summary->Complete()) return kExitOk;
   std::fprintf(stderr, "tracefuse: merge: %s\n", Incomplete(*summary).c_str());
   return kExitIncomplete;
@@ -85,9 +82,6 @@ CLI::App* Declare(CLI::App* app, MergeArgs* a) {
 
 }  // namespace
 
-Command AddMergeCommand(CLI::App* app) {
-  auto args = std::make_shared<MergeArgs>();
-  return Command{Declare(app, args.get()), [args] { return RunMerge(*args); }};
-}
+Command AddMergeCommand(CLI::App* app) { return MakeCommand(app, Declare, RunMerge); }
 
 }  // namespace tracefuse::cli

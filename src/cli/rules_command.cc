@@ -35,9 +35,6 @@ CLI::App* Declare(CLI::App* app, RulesArgs* a) {
 
 }  // namespace
 
-Command AddRulesCommand(CLI::App* app) {
-  auto args = std::make_shared<RulesArgs>();
-  return Command{Declare(app, args.get()), [args] { return RunRules(*args); }};
-}
+Command AddRulesCommand(CLI::App* app) { return MakeCommand(app, Declare, RunRules); }
 
 }  // namespace tracefuse::cli

@@ -30,9 +30,6 @@ CLI::App* Declare(CLI::App* app, StatsArgs* a) {
 
 }  // namespace
 
-Command AddStatsCommand(CLI::App* app) {
-  auto args = std::make_shared<StatsArgs>();
-  return Command{Declare(app, args.get()), [args] { return RunStats(*args); }};
-}
+Command AddStatsCommand(CLI::App* app) { return MakeCommand(app, Declare, RunStats); }
 
 }  // namespace tracefuse::cli

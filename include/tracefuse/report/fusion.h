@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "tracefuse/analyze.h"
@@ -38,6 +39,18 @@ std::string FusionText(const FusionReport& report, const CompareContext& context
 // FusionCsv() has one row per kernel type with both sides' counts and times, their ratios and
 // the type's fusion opportunity, if any, for spreadsheets.
 std::string FusionCsv(const FusionReport& report, const CompareContext& context);
+
+// FusionFormats() are the formats of a fusion report: text, json, csv, markdown.
+const std::vector<std::string>& FusionFormats();
+
+// FusionFormatExtension() is the file extension of a format of FusionFormats(): txt, json, csv,
+// md.
+std::string FusionFormatExtension(const std::string& format);
+
+// WriteFusionReport() writes the report in `format` (one of FusionFormats()) to `path` ("-" for
+// standard output) through an OutputFile: `tracefuse compare --format FORMAT -o PATH`.
+absl::Status WriteFusionReport(const FusionReport& report, const CompareContext& context,
+                               const std::string& format, const std::string& path);
 
 }  // namespace tracefuse
 

@@ -1,0 +1,41 @@
+// Library tracefuse_batch: one comparison as `tracefuse compare` makes it, shared by the
+// `compare` command and by batches, so that a batch's reports are byte for byte what `compare`
+// writes with the same options.
+#ifndef TRACEFUSE_BATCH_COMPARE_H_
+#define TRACEFUSE_BATCH_COMPARE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tracefuse/analyze.h"
+#include "tracefuse/pipeline.h"
+#include "tracefuse/report/fusion.h"
+
+namespace tracefuse {
+
+// CompareOptions are compare's options that shape a report.
+struct CompareOptions {
+  std::string ruleset = "tracefuse";
+  uint32_t min_group_size = kDefaultMinGroupSize;
+  std::string label1, label2;  // empty: the platform's name (or the reference's "Trace 1/2")
+};
+
+// RunComparison() loads the rule set and compares the two traces. On failure `exit_code` is the
+// exit code it ends `compare` with (exit_code.h): a rule set that does not load is a usage error.
+absl::StatusOr<Comparison> RunComparison(const std::string& trace1, const std::string& trace2,
+                                         const CompareOptions& options,
+                                         const PipelineOptions& pipeline, int* exit_code);
+
+// ComparisonContext() is what the reports of `comparison` show besides the analysis: its traces,
+// their labels, the options and the timings. It points into `comparison`.
+CompareContext ComparisonContext(const Comparison& comparison, const CompareOptions& options);
+
+// WriteComparison() writes the comparison's report in `format` to `path` (WriteFusionReport);
+// on failure `exit_code` is an I/O error's, or the signal's when interrupted.
+absl::Status WriteComparison(const Comparison& comparison, const CompareOptions& options,
+                             const std::string& format, const std::string& path, int* exit_code);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_BATCH_COMPARE_H_

@@ -1,0 +1,312 @@
+#include "tracefuse/batch/run.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "tracefuse/exit_code.h"
+#include "tracefuse/interrupt.h"
+#include "tracefuse/report/json.h"
+#include "tracefuse/report/output_file.h"
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+namespace {
+
+constexpr char kTaskEnv[] = "SLURM_ARRAY_TASK_ID";
+
+std::optional<std::string> Env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+Json OptionalJson(const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); }
+
+std::string UtcNow() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "";
+  return buf;
+}
+
+uint64_t PeakRssBytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
+}
+
+// ParseNumber() reads a decimal number without sign or spaces.
+std::optional<uint32_t> ParseNumber(const std::string& s) {
+  uint32_t n = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return n;
+}
+
+bool IsBuiltinRuleSet(const std::string& name) {
+  const std::vector<std::string> builtin = RuleSet::BuiltinNames();
+  return std::find(builtin.begin(), builtin.end(), name) != builtin.end();
+}
+
+std::string PathIn(const std::string& dir, const std::string& name) {
+  return (std::filesystem::path(dir) / name).string();
+}
+
+std::string ReportName(const std::string& label, const std::string& format) {
+  return StrCat(label, ".", FusionFormatExtension(format));
+}
+
+std::string StatusName(const std::string& label) { return StrCat(label, ".status.json"); }
+
+// json first, then the other formats in the order given, each once.
+std::vector<std::string> ReportFormats(const std::vector<std::string>& requested) {
+  std::vector<std::string> formats = {"json"};
+  for (const std::string& f : requested) {
+    if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
+  }
+  return formats;
+}
+
+// What the status file says about one pair (run.h documents the schema).
+struct PairStatus {
+  std::string label;
+  std::string state = "running";
+  std::optional<int> exit_code;
+  absl::Status error;
+  std::string trace1, trace2, manifest;
+  size_t task = 0;
+  std::vector<std::string> reports;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  uint64_t bytes_read = 0;
+  std::string host = HostName();
+  std::string started_at = UtcNow();
+};
+
+Json StatusJson(const PairStatus& s) {
+  Json j;
+  j["label"] = s.label;
+  j["state"] = s.state;
+  j["exit_code"] = s.exit_code ? Json(*s.exit_code) : Json(nullptr);
+  j["error"] = s.error.ok() ? Json(nullptr) : Json(std::string(s.error.message()));
+  j["trace1"] = s.trace1;
+  j["trace2"] = s.trace2;
+  j["manifest"] = s.manifest;
+  j["task"] = s.task;
+  j["reports"] = s.reports;
+  j["elapsed_seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
+  j["peak_rss_bytes"] = PeakRssBytes();
+  j["bytes_read"] = s.bytes_read;
+  j["host"] = s.host;
+  j["slurm"] = Json{{"job_id", OptionalJson(Env("SLURM_JOB_ID"))},
+                    {"array_job_id", OptionalJson(Env("SLURM_ARRAY_JOB_ID"))},
+                    {"array_task_id", OptionalJson(Env(kTaskEnv))}};
+  j["started_at"] = s.started_at;
+  j["tracefuse_version"] = TRACEFUSE_VERSION;
+  return j;
+}
+
+// The status is finished even once SIGTERM has arrived: it records the interruption.
+absl::Status WriteStatus(const std::string& dir, const PairStatus& s) {
+  return WriteOutput(PathIn(dir, StatusName(s.label)), DumpJson(StatusJson(s)) + "\n",
+                     OutputFile::OnInterrupt::kFinish);
+}
+
+// IsComplete() says whether the pair's status says complete and each of its reports exists.
+bool IsComplete(const std::string& dir, const std::string& label,
+                const std::vector<std::string>& formats) {
+  std::ifstream in(PathIn(dir, StatusName(label)));
+  if (!in) return false;
+  Json status = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!status.is_object() || !status.contains("state") || status["state"] != "complete") {
+    return false;
+  }
+  return std::all_of(formats.begin(), formats.end(), [&](const std::string& f) {
+    return std::filesystem::exists(PathIn(dir, ReportName(label, f)));
+  });
+}
+
+void RemoveReports(const std::string& dir, const std::string& label) {
+  for (const std::string& format : FusionFormats()) {
+    std::error_code ignored;
+    std::filesystem::remove(PathIn(dir, ReportName(label, format)), ignored);
+  }
+}
+
+// ComparePair() compares the pair and writes its reports, recording them in `status`.
+absl::Status ComparePair(const Manifest& manifest, const ManifestRow& row,
+                         const BatchOptions& options, const std::vector<std::string>& formats,
+                         PairStatus* status, int* exit_code) {
+  CompareOptions compare = options.compare;
+  absl::Status st = ApplyRowOptions(manifest, row, &compare);
+  if (!st.ok()) {
+    *exit_code = kExitUsage;
+    return st;
+  }
+  absl::StatusOr<Comparison> comparison =
+      RunComparison(status->trace1, status->trace2, compare, options.pipeline, exit_code);
+  if (!comparison.ok()) return comparison.status();
+  for (const TraceProfile& trace : comparison->traces) status->bytes_read += trace.input_bytes;
+  for (const std::string& format : formats) {
+    const std::string name = ReportName(row.label, format);
+    st = WriteComparison(*comparison, compare, format, PathIn(options.out_dir, name), exit_code);
+    if (!st.ok()) return st;
+    status->reports.push_back(name);
+  }
+  return absl::OkStatus();
+}
+
+void Finish(const absl::Status& st, int exit_code, PairStatus* status) {
+  status->exit_code = exit_code;
+  status->error = st;
+  if (exit_code == kExitOk) {
+    status->state = "complete";
+  } else {
+    status->state = st.code() == absl::StatusCode::kCancelled ? "interrupted" : "failed";
+  }
+}
+
+void LogPair(std::FILE* log, const PairStatus& s) {
+  if (s.exit_code == kExitOk) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
+    std::fprintf(log, "tracefuse: batch: %s: complete in %.2f s\n", s.label.c_str(), seconds);
+  } else {
+    std::fprintf(log, "tracefuse: batch: %s: %s (exit %d): %s\n", s.label.c_str(), s.state.c_str(),
+                 s.exit_code.value_or(kExitIo), std::string(s.error.message()).c_str());
+  }
+}
+
+// RunPair() runs one row: its status as running, the comparison and reports, the final status.
+int RunPair(const Manifest& manifest, size_t task, const BatchOptions& options,
+            const std::vector<std::string>& formats) {
+  const ManifestRow& row = manifest.rows[task];
+  if (!options.force && IsComplete(options.out_dir, row.label, formats)) {
+    std::fprintf(options.log, "tracefuse: batch: %s: complete, skipped (--force re-runs it)\n",
+                 row.label.c_str());
+    return kExitOk;
+  }
+  PairStatus status;
+  status.label = row.label;
+  status.trace1 = ResolveTracePath(manifest, row.trace1);
+  status.trace2 = ResolveTracePath(manifest, row.trace2);
+  status.manifest = manifest.path;
+  status.task = task;
+  RemoveReports(options.out_dir, row.label);
+  absl::Status st = WriteStatus(options.out_dir, status);
+  int exit_code = ExitCodeFor(st, kExitIo);
+  if (st.ok()) st = ComparePair(manifest, row, options, formats, &status, &exit_code);
+  Finish(st, exit_code, &status);
+  absl::Status written = WriteStatus(options.out_dir, status);
+  if (st.ok() && !written.ok()) Finish(written, ExitCodeFor(written, kExitIo), &status);
+  LogPair(options.log, status);
+  return *status.exit_code;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<size_t>> SelectTasks(const Manifest& manifest, std::optional<int> task,
+                                                bool all) {
+  const size_t rows = manifest.rows.size();
+  if (all) {
+    std::vector<size_t> tasks(rows);
+    for (size_t i = 0; i < rows; ++i) tasks[i] = i;
+    return tasks;
+  }
+  std::string source;
+  if (!task) {
+    std::optional<std::string> env = Env(kTaskEnv);
+    if (!env) {
+      return absl::InvalidArgumentError(
+          StrCat("no pair selected: give --task N or --all (or set ", kTaskEnv, ")"));
+    }
+    std::optional<uint32_t> n = ParseNumber(*env);
+    if (!n || *n > static_cast<uint32_t>(std::numeric_limits<int>::max())) {
+      return absl::InvalidArgumentError(
+          StrCat(kTaskEnv, "='", *env, "' is not a task index (0, 1, ...)"));
+    }
+    task = static_cast<int>(*n);
+    source = StrCat(" (from ", kTaskEnv, ")");
+  }
+  if (*task < 0 || static_cast<size_t>(*task) >= rows) {
+    return absl::InvalidArgumentError(StrCat(
+        "task ", *task, source, " is out of range: ", manifest.path, " has ", rows,
+        rows == 1 ? " row" : " rows", rows == 0 ? "" : StrCat(" (tasks 0 to ", rows - 1, ")")));
+  }
+  return std::vector<size_t>{static_cast<size_t>(*task)};
+}
+
+absl::Status ApplyRowOptions(const Manifest& manifest, const ManifestRow& row,
+                             CompareOptions* options) {
+  auto error = [&](const std::string& what) {
+    return absl::InvalidArgumentError(StrCat(manifest.path, ":", row.line, ": ", what));
+  };
+  for (size_t i = 0; i < row.options.size(); ++i) {
+    std::string name = row.options[i];
+    std::optional<std::string> value;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    std::string* text = name == "--ruleset"  ? &options->ruleset
+                        : name == "--label1" ? &options->label1
+                        : name == "--label2" ? &options->label2
+                                             : nullptr;
+    if (text == nullptr && name != "--min-group-size") {
+      return error(StrCat("unsupported option '", name,
+                          "' in the options column (supported: --ruleset, --min-group-size, "
+                          "--label1, --label2)"));
+    }
+    if (!value && i + 1 == row.options.size()) return error(StrCat(name, " needs a value"));
+    if (!value) value = row.options[++i];
+    if (name == "--ruleset" && !IsBuiltinRuleSet(*value)) {
+      options->ruleset = ResolveTracePath(manifest, *value);
+    } else if (text != nullptr) {
+      *text = *value;
+    } else if (std::optional<uint32_t> n = ParseNumber(*value); n && *n > 0) {
+      options->min_group_size = *n;
+    } else {
+      return error(StrCat("--min-group-size: '", *value, "' is not a positive integer"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> RunBatch(const Manifest& manifest, const std::vector<size_t>& tasks,
+                             const BatchOptions& options) {
+  std::error_code ec;
+  std::filesystem::create_directories(options.out_dir, ec);
+  if (ec || !std::filesystem::is_directory(options.out_dir)) {
+    return absl::UnavailableError(
+        StrCat(options.out_dir, ": cannot make the output directory",
+               ec ? StrCat(": ", ec.message()) : std::string(": not a directory")));
+  }
+  const std::vector<std::string> formats = ReportFormats(options.formats);
+  int exit_code = kExitOk;
+  for (size_t task : tasks) {
+    if (InterruptSignal() != 0) return kExitSignalBase + InterruptSignal();
+    const int pair_exit_code = RunPair(manifest, task, options, formats);
+    if (pair_exit_code >= kExitSignalBase) return pair_exit_code;
+    if (exit_code == kExitOk) exit_code = pair_exit_code;
+  }
+  return exit_code;
+}
+
+}  // namespace tracefuse

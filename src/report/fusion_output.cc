@@ -1,0 +1,29 @@
+// A fusion report in the format asked for, to a file or standard output.
+#include "tracefuse/report/fusion.h"
+
+namespace tracefuse {
+
+const std::vector<std::string>& FusionFormats() {
+  static const std::vector<std::string> formats = {"text", "json", "csv", "markdown"};
+  return formats;
+}
+
+std::string FusionFormatExtension(const std::string& format) {
+  if (format == "text") return "txt";
+  if (format == "markdown") return "md";
+  return format;
+}
+
+absl::Status WriteFusionReport(const FusionReport& report, const CompareContext& context,
+                               const std::string& format, const std::string& path) {
+  if (format == "json") {
+    absl::StatusOr<OutputFile> file = OutputFile::Open(path);
+    absl::Status st = file.ok() ? WriteFusionJson(report, context, &*file) : file.status();
+    return st.ok() ? file->Commit() : st;
+  }
+  const std::string out = format == "csv" ? FusionCsv(report, context)
+                                          : FusionText(report, context, format == "markdown");
+  return WriteOutput(path, out);
+}
+
+}  // namespace tracefuse

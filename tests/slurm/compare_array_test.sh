@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# tracefuse on a real single-node Slurm cluster (tests/slurm/cluster.sh): a manifest of 6 pairs
+# submitted with scripts/slurm/submit, as a user would. The pairs: two generated ones (one
+# gzip), two real pairs from ../shared (generated ones when it is absent), a malformed trace, and
+# one whose first trace is a FIFO that never ends, so that the job's time limit stops it. Checks:
+#   - the 4 good pairs' reports equal what `tracefuse compare` writes for them, and what
+#     `tracefuse batch --all` writes (byte for byte, apart from the timing lines);
+#   - the malformed pair's status has its error line and exit code 1;
+#   - the stopped pair's status is `interrupted` (exit 143), with no report nor temporary file;
+#   - the merge job's summary counts 4 complete pairs and 2 problems, and exits 1 for them.
+#   compare_array_test.sh TRACEFUSE TRACEFUSE_GEN SHARED_DIR
+# Exits 0/1, or 77 (skip, with the reason) where Slurm's daemons cannot start; with
+# TRACEFUSE_SLURM_REQUIRED=1 that is a failure instead. Takes about 40 s: the time-limit
+# warning comes at slurmctld's first check, 30 s after it starts.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+submit=$here/../../scripts/slurm/submit
+tracefuse=$(realpath "$1")
+gen=$(realpath "$2")
+shared=$3
+# shellcheck source=tests/slurm/cluster.sh
+source "$here/cluster.sh"
+
+started=$SECONDS
+dir=$(mktemp -d "${TMPDIR:-/tmp}/tracefuse-slurm.XXXXXX")
+failures=0
+fail() {
+  echo "compare_array_test: FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+fifo_writer=""
+finish() {
+  local rc=$?
+  trap - EXIT
+  [ -n "$fifo_writer" ] && kill "$fifo_writer" 2>/dev/null
+  slurm_cluster_stop || rc=1
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+    slurm_cluster_show_logs "$dir/cluster" "$dir"/jobs/*.out
+    echo "compare_array_test: files kept in $dir" >&2
+  else
+    rm -rf "$dir"
+  fi
+  exit "$rc"
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The pairs. Paths are absolute, so `tracefuse compare` sees the same ones as `batch`.
+t=$dir/traces
+mkdir -p "$t" "$dir/jobs"
+"$gen" --platform amd --steps 30 --seed 1 -o "$t/amd1.json"
+"$gen" --platform nvidia --steps 30 --seed 2 -o "$t/nv1.json"
+"$gen" --platform amd --steps 50 --seed 3 -o - | gzip >"$t/amd2.json.gz"
+"$gen" --platform nvidia --steps 50 --seed 4 -o - | gzip >"$t/nv2.json.gz"
+real=$shared/traces/real
+if [ -d "$real" ]; then
+  bert=("$real/tl_mi300_bert_small.json.gz" "$real/tl_h100_bert_small.json.gz")
+  falcon=("$real/tl_mi300_falconsai_nsfw.json.gz" "$real/tl_h100_falconsai_nsfw.json.gz")
+else
+  echo "compare_array_test: $shared absent: generated traces stand in for the real pairs"
+  for s in 5 6 7 8; do "$gen" --platform amd --steps 20 --seed $s -o "$t/g$s.json"; done
+  bert=("$t/g5.json" "$t/g6.json")
+  falcon=("$t/g7.json" "$t/g8.json")
+fi
+head -c 30000 "$t/amd1.json" >"$t/truncated.json"
+mkfifo "$t/endless.json"
+{
+  printf 'label\ttrace1\ttrace2\n'
+  printf 'gen_plain\t%s\t%s\n' "$t/amd1.json" "$t/nv1.json"
+  printf 'gen_gzip\t%s\t%s\n' "$t/amd2.json.gz" "$t/nv2.json.gz"
+  printf 'real_bert\t%s\t%s\n' "${bert[@]}"
+  printf 'real_falconsai\t%s\t%s\n' "${falcon[@]}"
+  printf 'malformed\t%s\t%s\n' "$t/truncated.json" "$t/nv1.json"
+} >"$dir/finite.tsv"
+{
+  cat "$dir/finite.tsv"
+  printf 'endless\t%s\t%s\n' "$t/endless.json" "$t/nv1.json"
+} >"$dir/manifest.tsv"
+good=(gen_plain gen_gzip real_bert real_falconsai)
+
+# The same manifest without the endless pair, run without Slurm.
+rc=0
+"$tracefuse" batch "$dir/finite.tsv" --out "$dir/local" --all --threads 1 2>"$dir/local.err" || rc=$?
+[ "$rc" -eq 1 ] || fail "batch --all exited $rc, not 1 (the malformed pair): $(cat "$dir/local.err")"
+
+rc=0
+SLURM_CLUSTER_CPUS=6 slurm_cluster_start "$dir/cluster" || rc=$?
+if [ "$rc" -eq 77 ] && [ "${TRACEFUSE_SLURM_REQUIRED:-0}" != 1 ]; then exit 77; fi
+[ "$rc" -eq 0 ] || exit 1
+echo "compare_array_test: cluster idle after $((SECONDS - started)) s"
+
+# The FIFO's writer sends the trace's first 20 kB, then waits: the reader blocks in read().
+{
+  head -c 20000 "$t/amd1.json"
+  sleep 600
+} >"$t/endless.json" &
+fifo_writer=$!
+
+cd "$dir/jobs" # job logs land in the submitting directory
+export TRACEFUSE=$tracefuse
+# --time=1, the shortest limit: the batch script's TERM@60 warning comes at slurmctld's first
+# time-limit check; the other pairs take a second or two.
+ids=$("$submit" "$dir/manifest.tsv" "$dir/out" --cpus-per-task=1 --mem=1G --time=1) || exit 1
+array=$(sed -n 's/^array job: \([0-9]*\)$/\1/p' <<<"$ids")
+merge=$(sed -n 's/^merge job: \([0-9]*\)$/\1/p' <<<"$ids")
+[ -n "$array" ] && [ -n "$merge" ] || { fail "submit printed '$ids'"; exit 1; }
+slurm_wait_jobs 150 "$array" "$merge" || exit 1
+echo "compare_array_test: jobs finished after $((SECONDS - started)) s"
+
+out=$dir/out
+without_timings() { grep -v -E '"(read_and_reduce|analyze)": ' "$1"; }
+for label in "${good[@]}"; do
+  row=$(grep -P "^$label\t" "$dir/manifest.tsv")
+  IFS=$'\t' read -r _ trace1 trace2 <<<"$row"
+  "$tracefuse" compare "$trace1" "$trace2" --format json -o "$dir/expected_$label.json"
+  status=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["state"], s["exit_code"])' "$out/$label.status.json" 2>&1) || true
+  [ "$status" = "complete 0" ] || fail "$label: status '$status', not 'complete 0'"
+  cmp -s <(without_timings "$out/$label.json") <(without_timings "$dir/expected_$label.json") ||
+    fail "$label: the Slurm report differs from tracefuse compare's"
+  cmp -s <(without_timings "$out/$label.json") <(without_timings "$dir/local/$label.json") ||
+    fail "$label: the Slurm report differs from batch --all's"
+done
+
+python3 - "$out" "$dir/local" "$t" <<'PY' || failures=$((failures + 1))
+import json, os, sys
+out, local, traces = sys.argv[1:]
+def status(d, label):
+    return json.load(open(os.path.join(d, label + ".status.json")))
+problems = []
+bad = status(out, "malformed")
+want = traces + "/truncated.json: truncated JSON"
+if bad["state"] != "failed" or bad["exit_code"] != 1 or not bad["error"].startswith(want):
+    problems.append(f"malformed: {bad['state']} {bad['exit_code']} {bad['error']!r}")
+if status(local, "malformed")["error"] != bad["error"]:
+    problems.append("malformed: batch --all and Slurm disagree on the error line")
+stopped = status(out, "endless")
+if stopped["state"] != "interrupted" or stopped["exit_code"] != 143 or \
+        not stopped["error"].startswith("interrupted by SIGTERM after "):
+    problems.append(f"endless: {stopped['state']} {stopped['exit_code']} {stopped['error']!r}")
+if stopped["slurm"]["array_task_id"] != "5" or not stopped["slurm"]["array_job_id"]:
+    problems.append(f"endless: slurm ids {stopped['slurm']}")
+left = [f for f in os.listdir(out) if f.startswith("endless") and f != "endless.status.json"]
+if left:
+    problems.append(f"endless left {left}")
+for p in problems:
+    print("compare_array_test: FAIL:", p, file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+
+[ "$(slurm_job_state "$merge")" = FAILED ] ||
+  fail "the merge job ended $(slurm_job_state "$merge"), not FAILED (merge exits 1 when pairs failed)"
+python3 "$here/check_summary.py" "$out/summary.json" 4 2 || failures=$((failures + 1))
+[ -s "$out/summary.md" ] || fail "no $out/summary.md"
+
+[ "$failures" -eq 0 ] || exit 1
+echo "compare_array_test: PASS in $((SECONDS - started)) s"
