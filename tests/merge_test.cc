@@ -336,6 +336,34 @@ TEST(Merge, SidesAreThePlatformsWhicheverWayRoundAPairIs) {
   EXPECT_EQ(b.MergeJson(0)["sides"], json({"trace1", "trace2"}));  // (not in the manifest)
 }
 
+// End to end: the directory `tracefuse batch --all` writes.
+TEST(Merge, WhatBatchWrites) {
+  BatchDir b;
+  const std::string amd = b.Trace("amd", 6, 1), nvidia = b.Trace("nvidia", 6, 2);
+  std::ofstream(b.path("bad.json")) << R"({"traceEvents": [)";
+  std::ofstream(b.path("manifest.tsv"))
+      << "label\ttrace1\ttrace2\n"
+      << "forward\t" << amd << "\t" << nvidia << "\nreversed\t" << nvidia << "\t" << amd
+      << "\nbad\tbad.json\t" << nvidia << "\n";
+  RunResult batch = RunCommand(
+      StrCat(Bin(), " batch ", b.path("manifest.tsv"), " --out ", b.out(), " --all --threads 2"));
+  ASSERT_EQ(batch.exit_code, 1) << batch.err;
+  json j = b.MergeJson(1);
+  EXPECT_EQ(j["counts"], json({{"pairs", 3},
+                               {"complete", 2},
+                               {"failed", 1},
+                               {"interrupted", 0},
+                               {"running", 0},
+                               {"missing", 0}}));
+  EXPECT_EQ(j["sides"], json({"AMD", "NVIDIA"}));
+  EXPECT_EQ(j["manifest"]["rows"], 3);
+  EXPECT_EQ(
+      j["problems"][0]["error"],
+      b.path("bad.json") + ": truncated JSON: the input ends at byte 17 inside the events array");
+  EXPECT_EQ(j["pairs"][0]["traces"][0]["path"], amd);
+  EXPECT_EQ(j["pairs"][0]["matched_groups"], 6);
+}
+
 TEST(Merge, MalformedFilesAreOneLineEachAndCountAsFailed) {
   BatchDir b;
   b.Complete("good", 6, 1);
