@@ -115,6 +115,13 @@ class BatchDir {
   int tasks_ = 0;
 };
 
+// The summary's "counts" object.
+json Counts(int pairs, int complete, int failed, int interrupted, int running, int missing) {
+  return {{"pairs", pairs},     {"complete", complete},
+          {"failed", failed},   {"interrupted", interrupted},
+          {"running", running}, {"missing", missing}};
+}
+
 constexpr char kFailedError[] = "tracefuse: error: b.json: truncated JSON at byte 90";
 constexpr char kInterruptedError[] = "interrupted by SIGTERM after 1048576 bytes of a.json";
 
@@ -158,12 +165,7 @@ TEST(Merge, CountsEveryStateAndListsTheProblems) {
             std::string::npos);
 
   json j = b.MergeJson(1);
-  EXPECT_EQ(j["counts"], json({{"pairs", 8},
-                               {"complete", 4},
-                               {"failed", 1},
-                               {"interrupted", 1},
-                               {"running", 1},
-                               {"missing", 1}}));
+  EXPECT_EQ(j["counts"], Counts(8, 4, 1, 1, 1, 1));
   ASSERT_EQ(j["problems"].size(), 4u);
   EXPECT_EQ(j["problems"][0], json({{"label", "bad-trace"},
                                     {"state", "failed"},
@@ -349,12 +351,7 @@ TEST(Merge, WhatBatchWrites) {
       StrCat(Bin(), " batch ", b.path("manifest.tsv"), " --out ", b.out(), " --all --threads 2"));
   ASSERT_EQ(batch.exit_code, 1) << batch.err;
   json j = b.MergeJson(1);
-  EXPECT_EQ(j["counts"], json({{"pairs", 3},
-                               {"complete", 2},
-                               {"failed", 1},
-                               {"interrupted", 0},
-                               {"running", 0},
-                               {"missing", 0}}));
+  EXPECT_EQ(j["counts"], Counts(3, 2, 1, 0, 0, 0));
   EXPECT_EQ(j["sides"], json({"AMD", "NVIDIA"}));
   EXPECT_EQ(j["manifest"]["rows"], 3);
   EXPECT_EQ(
@@ -396,8 +393,7 @@ TEST(Merge, MalformedFilesAreOneLineEachAndCountAsFailed) {
             "tracefuse: merge: 4 of 5 pairs are not complete (4 failed, 0 interrupted, 0 never "
             "finished, 0 missing)");
   json j = b.MergeJson(1);
-  EXPECT_EQ(j["counts"]["complete"], 1);
-  EXPECT_EQ(j["counts"]["failed"], 4);
+  EXPECT_EQ(j["counts"], Counts(5, 1, 4, 0, 0, 0));
   for (const json& p : j["problems"]) {
     EXPECT_EQ(p["state"], "failed");
     EXPECT_NE(p["error"].get<std::string>().find(out + p["label"].get<std::string>()),
