@@ -13,6 +13,7 @@
 # and compare JSON's "version".
 #
 # usage: report_golden.sh GOLDEN WORKDIR TRACEFUSE ARGS...
+# The command must exit 0, or $REPORT_GOLDEN_EXIT when set (merge's exit 1: pairs not complete).
 # Exits 77 (ctest: skipped) when WORKDIR is not present on this machine (a ../shared case).
 set -eu
 golden=$1
@@ -24,7 +25,12 @@ if [ ! -d "$workdir" ]; then
 fi
 actual=$(mktemp "${TMPDIR:-/tmp}/tracefuse-golden-XXXXXX")
 trap 'rm -f "$actual" "$actual.raw"' EXIT
-(cd "$workdir" && "$@") >"$actual.raw"
+status=0
+(cd "$workdir" && "$@") >"$actual.raw" || status=$?
+if [ "$status" -ne "${REPORT_GOLDEN_EXIT:-0}" ]; then
+  echo "exit code $status, expected ${REPORT_GOLDEN_EXIT:-0}: $*"
+  exit 1
+fi
 sed -E \
   -e 's/^(elapsed +).*$/\1<normalised>/' \
   -e 's/("(elapsed_seconds|gb_per_second|read_and_reduce|analyze)": )[^,]*/\1"<normalised>"/' \

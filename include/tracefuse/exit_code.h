@@ -1,9 +1,9 @@
 // Library tracefuse_base: the exit codes of `tracefuse`, shared by the command line and by the
 // batch library, which records each pair's exit code in its status file.
 //
-// 0 success; 1 malformed or unsupported trace (or rule file failing --check); 2 usage error (bad
-// flags, unknown rule set); 3 I/O error (missing file, directory, unreadable); 143 / 130 stopped
-// by SIGTERM / SIGINT (see tracefuse/interrupt.h).
+// 0 success; 1 malformed or unsupported trace (or rule file failing --check, or a merged batch
+// with pairs not complete); 2 usage error (bad flags, unknown rule set); 3 I/O error (missing
+// file, directory, unreadable); 143 / 130 stopped by SIGTERM / SIGINT (see tracefuse/interrupt.h).
 #ifndef TRACEFUSE_EXIT_CODE_H_
 #define TRACEFUSE_EXIT_CODE_H_
 
@@ -13,6 +13,7 @@ namespace tracefuse {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitBadTrace = 1;
+inline constexpr int kExitIncomplete = 1;  // merge: some pair of the batch is not complete
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitIo = 3;
 // A run stopped by SIGTERM or SIGINT exits with this plus the signal's number: 143, 130.

@@ -79,6 +79,7 @@ Command AddRulesCommand(CLI::App* app);
 Command AddClassifyCommand(CLI::App* app);
 Command AddPairsCommand(CLI::App* app);
 Command AddBatchCommand(CLI::App* app);
+Command AddMergeCommand(CLI::App* app);
 
 }  // namespace tracefuse::cli
 

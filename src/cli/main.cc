@@ -43,7 +43,7 @@ int Main(int argc, char** argv) {
   const std::vector<Command> commands = {AddStatsCommand(&app),     AddCompareCommand(&app),
                                          AddBreakdownCommand(&app), AddRulesCommand(&app),
                                          AddClassifyCommand(&app),  AddPairsCommand(&app),
-                                         AddBatchCommand(&app)};
+                                         AddBatchCommand(&app),     AddMergeCommand(&app)};
   if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return *exit_code;
   for (const Command& command : commands) {
     if (command.app->parsed()) return command.run();

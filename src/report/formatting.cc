@@ -38,6 +38,8 @@ std::string RatioText(double ratio) {
   return fmt::format("{:.2f}x", ratio);
 }
 
+std::string CsvNumber(double v) { return std::isinf(v) ? "inf" : fmt::format("{}", v); }
+
 std::string CsvField(const std::string& field) {
   if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
   std::string quoted = "\"";

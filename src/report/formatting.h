@@ -32,6 +32,9 @@ std::string HumanBytes(uint64_t bytes);
 // RatioText() is a ratio as "1.25x", or "inf" for the reference's float('inf').
 std::string RatioText(double ratio);
 
+// CsvNumber() is a number in full precision (shortest round trip), "inf" for an infinite ratio.
+std::string CsvNumber(double v);
+
 // CsvField() quotes a field as RFC 4180 wants: when it holds a separator, a quote or a line
 // break, with quotes doubled. Kernel names hold commas.
 std::string CsvField(const std::string& field);

@@ -1,5 +1,4 @@
 // `tracefuse compare --format csv`: one row per kernel type.
-#include <cmath>
 #include <string>
 
 #include "fmt/format.h"
@@ -13,9 +12,6 @@ namespace {
 constexpr char kHeader[] =
     "kernel_type,trace1_count,trace2_count,trace1_time_ms,trace2_time_ms,count_ratio,time_ratio,"
     "opportunity,fused_by,opportunity_ratio,groups_affected,total_groups\n";
-
-// A number in full precision (shortest round trip), "inf" for an infinite ratio.
-std::string CsvNumber(double v) { return std::isinf(v) ? "inf" : fmt::format("{}", v); }
 
 // The type's opportunity columns: "yes" with who fuses it, by how much and where, or "no".
 std::string OpportunityColumns(const FusionOpportunity* o, const PerSide<std::string>& labels) {

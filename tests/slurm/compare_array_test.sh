@@ -90,10 +90,12 @@ if [ "$rc" -eq 77 ] && [ "${TRACEFUSE_SLURM_REQUIRED:-0}" != 1 ]; then exit 77; 
 [ "$rc" -eq 0 ] || exit 1
 echo "compare_array_test: cluster idle after $((SECONDS - started)) s"
 
-# The FIFO's writer sends the trace's first 20 kB, then waits: the reader blocks in read().
+# The FIFO's writer sends the trace's first 20 kB, then waits: the reader blocks in read(). The
+# wait is exec'd, so that $! is the sleep itself: killed at the end, it leaves no process holding
+# ctest's output open.
 {
   head -c 20000 "$t/amd1.json"
-  sleep 600
+  exec sleep 600
 } >"$t/endless.json" &
 fifo_writer=$!
 

@@ -1,0 +1,370 @@
+// `tracefuse merge`: reading status files and compare reports with simdjson On-Demand.
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "simdjson.h"
+#include "tracefuse/batch/summary.h"
+#include "tracefuse/io.h"
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+constexpr size_t kReadPiece = size_t{1} << 20;
+
+// TopLevelKeyFilter copies JSON text through, except the value of one top-level key, which
+// becomes null. It follows strings (and their escapes) and bracket depth only: a malformed
+// input stays malformed for the parser after it.
+class TopLevelKeyFilter {
+ public:
+  explicit TopLevelKeyFilter(std::string_view dropped) : dropped_(dropped) {}
+
+  void Feed(std::string_view piece, std::string* out) {
+    for (char c : piece) {
+      if (in_string_) {
+        String(c);
+      } else if (!Structural(c, out)) {
+        continue;
+      }
+      if (!dropping_) out->push_back(c);
+    }
+  }
+
+ private:
+  void String(char c) {
+    if (escaped_) {
+      escaped_ = false;
+    } else if (c == '\\') {
+      escaped_ = true;
+    } else if (c == '"') {
+      in_string_ = false;
+      if (in_key_) matched_ = !dropped_.empty() && key_ == dropped_;
+      in_key_ = false;
+    } else if (in_key_ && key_.size() <= dropped_.size()) {
+      key_.push_back(c);
+    }
+  }
+
+  // Structural() follows `c` outside strings; false when `c` is not to be copied.
+  bool Structural(char c, std::string* out) {
+    switch (c) {
+      case '"':
+        in_string_ = true;
+        in_key_ = depth_ == 1 && expect_key_;
+        expect_key_ = false;
+        key_.clear();
+        break;
+      case '{':
+      case '[':
+        expect_key_ = ++depth_ == 1 && c == '{';
+        break;
+      case '}':
+      case ']':
+        if (depth_-- == 1) dropping_ = false;
+        break;
+      case ',':
+        if (depth_ == 1) expect_key_ = true, dropping_ = false;
+        break;
+      case ':':
+        if (depth_ == 1 && matched_) {
+          matched_ = false;
+          out->append(":null");
+          dropping_ = true;
+          return false;
+        }
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+
+  std::string_view dropped_;
+  std::string key_;
+  int depth_ = 0;
+  bool in_string_ = false, escaped_ = false, in_key_ = false, expect_key_ = false;
+  bool matched_ = false, dropping_ = false;
+};
+
+// ForEachKey() calls on_field(key, value) for each field of `object`, stopping at the first
+// error (a malformed field, or one on_field returns); `*failed_key` is the field that failed.
+template <typename OnField>
+simdjson::error_code ForEachKey(od::object object, std::string* failed_key, OnField&& on_field) {
+  simdjson::error_code err = simdjson::SUCCESS;
+  for (auto field : object) {
+    std::string_view key;
+    od::value value;
+    if ((err = field.unescaped_key().get(key))) return err;
+    if ((err = field.value().get(value)) || (err = on_field(key, value))) {
+      if (failed_key->empty()) failed_key->assign(key);  // the innermost field
+      return err;
+    }
+  }
+  return err;
+}
+
+template <typename OnField>
+simdjson::error_code ForEachKey(od::value v, std::string* failed_key, OnField&& on_field) {
+  od::object object;
+  simdjson::error_code err = v.get_object().get(object);
+  return err ? err : ForEachKey(object, failed_key, on_field);
+}
+
+template <typename OnElement>
+simdjson::error_code ForEachElement(od::value v, OnElement&& on_element) {
+  od::array array;
+  simdjson::error_code err = v.get_array().get(array);
+  for (auto element : array) {
+    if (err) break;
+    od::value value;
+    if (!(err = element.get(value))) err = on_element(value);
+  }
+  return err;
+}
+
+// IsNull() says whether `v` is null, and consumes it if so.
+bool IsNull(od::value v) {
+  bool null = false;
+  return v.is_null().get(null) == simdjson::SUCCESS && null;
+}
+
+// The readers of one field, into its place: null leaves the place as it is.
+simdjson::error_code ReadString(od::value v, std::string* out) {
+  if (IsNull(v)) return simdjson::SUCCESS;
+  std::string_view s;
+  simdjson::error_code err = v.get_string().get(s);
+  if (!err) out->assign(s);
+  return err;
+}
+
+template <typename T>
+simdjson::error_code ReadNumber(od::value v, std::optional<T>* out) {
+  if (IsNull(v)) return simdjson::SUCCESS;
+  T n{};
+  simdjson::error_code err = v.get(n);
+  if (!err) *out = n;
+  return err;
+}
+
+// A ratio: compare's JSON writes the reference's infinity as null.
+simdjson::error_code ReadRatio(od::value v, double* out) {
+  if (IsNull(v)) {
+    *out = std::numeric_limits<double>::infinity();
+    return simdjson::SUCCESS;
+  }
+  return v.get_double().get(*out);
+}
+
+// JsonDocument is a file's JSON text, padded for simdjson, and its On-Demand document.
+struct JsonDocument {
+  simdjson::padded_string text;
+  od::parser parser;
+  od::document doc;
+  od::object root;
+};
+
+absl::Status Malformed(const std::string& path, std::string_view what) {
+  return absl::InvalidArgumentError(StrCat(path, ": ", what));
+}
+
+// JsonError() names the file, and the field where there is one.
+absl::Status JsonError(const std::string& path, simdjson::error_code err,
+                       const std::string& failed_key) {
+  std::string where = failed_key.empty() ? "" : StrCat(" in \"", failed_key, "\"");
+  return Malformed(path, StrCat("malformed JSON", where, ": ", simdjson::error_message(err)));
+}
+
+// OpenJson() reads `path` without the value of its top-level key `dropped` and starts
+// iterating its top-level object.
+absl::Status OpenJson(const std::string& path, std::string_view dropped, JsonDocument* json) {
+  absl::StatusOr<std::string> text = ReadJsonWithoutKey(path, dropped);
+  if (!text.ok()) return text.status();
+  json->text = simdjson::padded_string(*text);
+  simdjson::error_code err = json->parser.iterate(json->text).get(json->doc);
+  if (!err) err = json->doc.get_object().get(json->root);
+  return err ? JsonError(path, err, "") : absl::OkStatus();
+}
+
+// CloseJson() checks that nothing follows the top-level object.
+absl::Status CloseJson(const std::string& path, simdjson::error_code err,
+                       const std::string& failed_key, JsonDocument* json) {
+  if (err) return JsonError(path, err, failed_key);
+  const char* location = nullptr;
+  if (json->doc.current_location().get(location) != simdjson::OUT_OF_BOUNDS) {
+    return Malformed(path, "malformed JSON: text after the top-level object");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PairState> StateFromName(std::string_view name) {
+  for (PairState s : kPairStates) {
+    if (s != PairState::kMissing && name == PairStateName(s)) return s;
+  }
+  return absl::InvalidArgumentError(
+      StrCat("\"state\" is '", name, "', not running, complete, failed or interrupted"));
+}
+
+simdjson::error_code StatusField(std::string_view key, od::value v, RecordedStatus* s,
+                                 std::optional<std::string>* state) {
+  if (key == "state") {
+    std::string_view name;
+    simdjson::error_code err = v.get_string().get(name);
+    if (!err) *state = std::string(name);
+    return err;
+  }
+  if (key == "exit_code") return ReadNumber(v, &s->exit_code);
+  if (key == "error") return ReadString(v, &s->error);
+  if (key == "trace1") return ReadString(v, &s->trace1);
+  if (key == "trace2") return ReadString(v, &s->trace2);
+  if (key == "manifest") return ReadString(v, &s->manifest);
+  if (key == "task") return ReadNumber(v, &s->task);
+  if (key == "elapsed_seconds") return ReadNumber(v, &s->elapsed_seconds);
+  if (key == "peak_rss_bytes") return ReadNumber(v, &s->peak_rss_bytes);
+  if (key == "host") return ReadString(v, &s->host);
+  if (key == "started_at") return ReadString(v, &s->started_at);
+  return simdjson::SUCCESS;
+}
+
+// What a report's fields are read into.
+struct ReportFields {
+  MergedPair* pair;
+  bool have_metadata = false, have_tracefuse = false;
+  size_t traces = 0;
+};
+
+simdjson::error_code OpportunityField(std::string_view key, od::value v, MergedOpportunity* o,
+                                      std::string* fused_by) {
+  if (key == "kernel_type") return ReadString(v, &o->kernel_type);
+  if (key == "fused_by") return ReadString(v, fused_by);
+  if (key == "ratio") return ReadRatio(v, &o->ratio);
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code ReadOpportunities(od::value v, std::vector<MergedOpportunity>* out,
+                                       std::string* failed_key) {
+  return ForEachElement(v, [&](od::value element) {
+    MergedOpportunity o;
+    std::string fused_by;
+    simdjson::error_code err = ForEachKey(
+        element, failed_key,
+        [&](std::string_view k, od::value f) { return OpportunityField(k, f, &o, &fused_by); });
+    if (err) return err;
+    if (fused_by != ReferenceLabels()[Side::kTrace1] &&
+        fused_by != ReferenceLabels()[Side::kTrace2]) {
+      *failed_key = "fused_by";
+      return simdjson::INCORRECT_TYPE;
+    }
+    o.fused_by = fused_by == ReferenceLabels()[Side::kTrace1] ? Side::kTrace1 : Side::kTrace2;
+    out->push_back(std::move(o));
+    return simdjson::SUCCESS;
+  });
+}
+
+simdjson::error_code TraceField(std::string_view key, od::value v, MergedTrace* t,
+                                std::string* failed_key) {
+  if (key == "label") return ReadString(v, &t->label);
+  if (key == "path" && t->path.empty()) return ReadString(v, &t->path);
+  if (key == "platform") return ReadString(v, &t->platform);
+  if (key == "gpu") return ReadString(v, &t->gpu);
+  if (key == "kernels") return v.get_uint64().get(t->kernels);
+  if (key == "kernel_time_us") return v.get_double().get(t->kernel_time_us);
+  if (key != "kernel_time_us_by_category") return simdjson::SUCCESS;
+  return ForEachKey(v, failed_key, [t](std::string_view category, od::value us) {
+    double time = 0;
+    simdjson::error_code err = us.get_double().get(time);
+    if (!err) t->time_us_by_category.emplace_back(std::string(category), time);
+    return err;
+  });
+}
+
+simdjson::error_code TracefuseField(std::string_view key, od::value v, ReportFields* r,
+                                    std::string* failed_key) {
+  if (key == "rule_set") return ReadString(v, &r->pair->rule_set);
+  if (key != "traces") return simdjson::SUCCESS;
+  return ForEachElement(v, [r, failed_key](od::value element) {
+    if (r->traces == 2) return simdjson::INCORRECT_TYPE;
+    MergedTrace* t = &r->pair->traces[r->traces++];
+    return ForEachKey(element, failed_key, [t, failed_key](std::string_view k, od::value f) {
+      return TraceField(k, f, t, failed_key);
+    });
+  });
+}
+
+simdjson::error_code ReportField(std::string_view key, od::value v, ReportFields* r,
+                                 std::string* failed_key) {
+  if (key == "metadata") {
+    return ForEachKey(v, failed_key, [r](std::string_view k, od::value f) {
+      if (k != "matched_groups") return simdjson::SUCCESS;
+      r->have_metadata = true;
+      return f.get_uint64().get(r->pair->matched_groups);
+    });
+  }
+  if (key == "fusion_opportunities")
+    return ReadOpportunities(v, &r->pair->opportunities, failed_key);
+  if (key != "tracefuse") return simdjson::SUCCESS;
+  r->have_tracefuse = true;
+  return ForEachKey(v, failed_key, [r, failed_key](std::string_view k, od::value f) {
+    return TracefuseField(k, f, r, failed_key);
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadJsonWithoutKey(const std::string& path, std::string_view dropped) {
+  SourceOptions options;
+  options.window_bytes = kReadPiece;
+  absl::StatusOr<std::unique_ptr<ByteSource>> source = OpenSource(path, options);
+  if (!source.ok()) return source.status();
+  TopLevelKeyFilter filter(dropped);
+  std::string out;
+  Block block;
+  while (true) {
+    absl::StatusOr<bool> more = (*source)->Next(&block);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    filter.Feed(std::string_view(block.data, block.size), &out);
+  }
+  return out;
+}
+
+absl::StatusOr<RecordedStatus> ReadPairStatus(const std::string& path) {
+  JsonDocument json;
+  if (absl::Status opened = OpenJson(path, "", &json); !opened.ok()) return opened;
+  RecordedStatus status;
+  std::optional<std::string> state;
+  std::string failed_key;
+  simdjson::error_code err = ForEachKey(
+      json.root, &failed_key,
+      [&](std::string_view key, od::value v) { return StatusField(key, v, &status, &state); });
+  if (absl::Status closed = CloseJson(path, err, failed_key, &json); !closed.ok()) return closed;
+  if (!state) return Malformed(path, "no \"state\"");
+  absl::StatusOr<PairState> s = StateFromName(*state);
+  if (!s.ok()) return Malformed(path, std::string(s.status().message()));
+  status.state = *s;
+  return status;
+}
+
+absl::Status ReadPairReport(const std::string& path, MergedPair* pair) {
+  JsonDocument json;
+  if (absl::Status opened = OpenJson(path, "fusion_mappings", &json); !opened.ok()) return opened;
+  ReportFields fields{pair};
+  std::string failed_key;
+  simdjson::error_code err = ForEachKey(
+      json.root, &failed_key,
+      [&](std::string_view key, od::value v) { return ReportField(key, v, &fields, &failed_key); });
+  if (absl::Status closed = CloseJson(path, err, failed_key, &json); !closed.ok()) return closed;
+  if (!fields.have_metadata) return Malformed(path, "no \"metadata\".\"matched_groups\"");
+  if (!fields.have_tracefuse || fields.traces != 2) {
+    return Malformed(path,
+                     "no \"tracefuse\".\"traces\" with both traces (not a tracefuse compare "
+                     "report?)");
+  }
+  pair->has_report = true;
+  return absl::OkStatus();
+}
+
+}  // namespace tracefuse

@@ -1,0 +1,17 @@
+// Internal to the report stage: what the formats of `tracefuse merge` share.
+#ifndef TRACEFUSE_SRC_REPORT_MERGE_FORMAT_H_
+#define TRACEFUSE_SRC_REPORT_MERGE_FORMAT_H_
+
+#include <vector>
+
+#include "tracefuse/report/merge.h"
+
+namespace tracefuse {
+
+// ProblemPairs() is every pair that is not complete: the failed, then the interrupted, the ones
+// that never finished and the missing ones, each in pair order.
+std::vector<const MergedPair*> ProblemPairs(const MergeSummary& summary);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_SRC_REPORT_MERGE_FORMAT_H_

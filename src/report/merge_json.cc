@@ -1,0 +1,160 @@
+// `tracefuse merge --format json`: the whole summary (schema in tracefuse/report/merge.h), and
+// what the summary's formats share.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "report/merge_format.h"
+#include "tracefuse/report/merge.h"
+
+namespace tracefuse {
+namespace {
+
+Json OrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
+
+template <typename T>
+Json OrNull(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+// A ratio: null when infinite, as in compare's JSON.
+Json RatioJson(double ratio) { return std::isinf(ratio) ? Json(nullptr) : Json(ratio); }
+
+const char* SideKey(Side side) { return side == Side::kTrace1 ? "trace1" : "trace2"; }
+
+Json TraceJson(const MergedPair& p, Side side) {
+  const MergedTrace& t = p.traces[side];
+  Json j;
+  j["path"] = OrNull(t.path);
+  const bool r = p.has_report;
+  j["label"] = r ? Json(t.label) : Json(nullptr);
+  j["platform"] = r ? Json(t.platform) : Json(nullptr);
+  j["gpu"] = r ? Json(t.gpu) : Json(nullptr);
+  j["kernels"] = r ? Json(t.kernels) : Json(nullptr);
+  j["kernel_time_us"] = r ? Json(t.kernel_time_us) : Json(nullptr);
+  return j;
+}
+
+Json PairJson(const MergedPair& p, size_t top) {
+  Json j;
+  j["label"] = p.label;
+  j["state"] = PairStateName(p.state);
+  j["exit_code"] = OrNull(p.exit_code);
+  j["error"] = OrNull(p.error);
+  j["task"] = OrNull(p.task);
+  j["status_file"] = OrNull(p.status_file);
+  j["report_file"] = OrNull(p.report_file);
+  j["elapsed_seconds"] = OrNull(p.elapsed_seconds);
+  j["peak_rss_bytes"] = OrNull(p.peak_rss_bytes);
+  j["host"] = OrNull(p.host);
+  j["started_at"] = OrNull(p.started_at);
+  j["rule_set"] = p.has_report ? Json(p.rule_set) : Json(nullptr);
+  j["matched_groups"] = p.has_report ? Json(p.matched_groups) : Json(nullptr);
+  j["kernel_time_ratio"] = p.has_report ? RatioJson(p.KernelTimeRatio()) : Json(nullptr);
+  j["traces"] = Json::array({TraceJson(p, Side::kTrace1), TraceJson(p, Side::kTrace2)});
+  j["top_opportunities"] = Json::array();
+  for (size_t i = 0; i < p.opportunities.size() && i < top; ++i) {
+    const MergedOpportunity& o = p.opportunities[i];
+    j["top_opportunities"].push_back({{"kernel_type", o.kernel_type},
+                                      {"fused_by", SideKey(o.fused_by)},
+                                      {"fused_by_label", p.traces[o.fused_by].label},
+                                      {"ratio", RatioJson(o.ratio)}});
+  }
+  return j;
+}
+
+Json SideStatsJson(const SideStats& s) {
+  return {{"sum_us", s.sum_us},
+          {"median_us", s.median_us},
+          {"min_us", s.min_us},
+          {"min_pair", s.min_pair},
+          {"max_us", s.max_us},
+          {"max_pair", s.max_pair},
+          {"pairs_with_kernels", s.pairs_with_kernels}};
+}
+
+Json HeaderJson(const MergeSummary& s) {
+  Json j;
+  j["tracefuse_version"] = TRACEFUSE_VERSION;
+  j["dir"] = s.dir;
+  j["manifest"] = {{"path", OrNull(s.manifest_path)},
+                   {"rows", OrNull(s.manifest_rows)},
+                   {"error", OrNull(s.manifest_error)}};
+  j["sides"] = Json::array({s.side_names[Side::kTrace1], s.side_names[Side::kTrace2]});
+  j["counts"] = {{"pairs", s.pairs.size()}};
+  for (PairState state : kPairStates) j["counts"][PairStateName(state)] = s.Count(state);
+  return j;
+}
+
+}  // namespace
+
+std::string_view PairStateName(PairState state) {
+  switch (state) {
+    case PairState::kComplete:
+      return "complete";
+    case PairState::kFailed:
+      return "failed";
+    case PairState::kInterrupted:
+      return "interrupted";
+    case PairState::kRunning:
+      return "running";
+    case PairState::kMissing:
+      return "missing";
+  }
+  return "missing";
+}
+
+double MergedPair::KernelTimeRatio() const {
+  return Ratio(traces[Side::kTrace1].kernel_time_us, traces[Side::kTrace2].kernel_time_us);
+}
+
+size_t MergeSummary::Count(PairState state) const {
+  size_t n = 0;
+  for (const MergedPair& p : pairs) n += p.state == state;
+  return n;
+}
+
+bool MergeSummary::Complete() const {
+  return manifest_error.empty() && !pairs.empty() && Count(PairState::kComplete) == pairs.size();
+}
+
+std::vector<const MergedPair*> ProblemPairs(const MergeSummary& summary) {
+  std::vector<const MergedPair*> problems;
+  for (PairState state : kPairStates) {
+    if (state == PairState::kComplete) continue;
+    for (const MergedPair& p : summary.pairs) {
+      if (p.state == state) problems.push_back(&p);
+    }
+  }
+  return problems;
+}
+
+Json MergeJson(const MergeSummary& s) {
+  Json j = HeaderJson(s);
+  j["pairs"] = Json::array();
+  for (const MergedPair& p : s.pairs) j["pairs"].push_back(PairJson(p, s.top));
+  j["categories"] = Json::array();
+  for (const CategorySummary& c : s.categories) {
+    j["categories"].push_back({{"category", c.category},
+                               {"sides", Json::array({SideStatsJson(c.sides[Side::kTrace1]),
+                                                      SideStatsJson(c.sides[Side::kTrace2])})}});
+  }
+  j["recurring_opportunities"] = Json::array();
+  for (const RecurringOpportunity& r : s.recurring) {
+    j["recurring_opportunities"].push_back({{"kernel_type", r.kernel_type},
+                                            {"fused_by", s.side_names[r.fused_by]},
+                                            {"pairs", r.pairs.size()},
+                                            {"pair_labels", r.pairs},
+                                            {"median_ratio", RatioJson(r.median_ratio)}});
+  }
+  j["problems"] = Json::array();
+  for (const MergedPair* p : ProblemPairs(s)) {
+    j["problems"].push_back({{"label", p->label},
+                             {"state", PairStateName(p->state)},
+                             {"exit_code", OrNull(p->exit_code)},
+                             {"error", OrNull(p->error)}});
+  }
+  return j;
+}
+
+}  // namespace tracefuse
