@@ -20,35 +20,16 @@ gen=$(realpath "$2")
 shared=$3
 # shellcheck source=tests/slurm/cluster.sh
 source "$here/cluster.sh"
+# shellcheck source=tests/slurm/test_lib.sh
+source "$here/test_lib.sh"
 
-started=$SECONDS
-dir=$(mktemp -d "${TMPDIR:-/tmp}/tracefuse-slurm.XXXXXX")
-failures=0
-fail() {
-  echo "compare_array_test: FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+slurm_test_begin compare_array_test
 fifo_writer=""
-finish() {
-  local rc=$?
-  trap - EXIT
-  [ -n "$fifo_writer" ] && kill "$fifo_writer" 2>/dev/null
-  slurm_cluster_stop || rc=1
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
-    slurm_cluster_show_logs "$dir/cluster" "$dir"/jobs/*.out
-    echo "compare_array_test: files kept in $dir" >&2
-  else
-    rm -rf "$dir"
-  fi
-  exit "$rc"
-}
-trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+SLURM_TEST_ON_EXIT='[ -n "$fifo_writer" ] && kill "$fifo_writer" 2>/dev/null'
 
 # The pairs. Paths are absolute, so `tracefuse compare` sees the same ones as `batch`.
 t=$dir/traces
-mkdir -p "$t" "$dir/jobs"
+mkdir -p "$t"
 "$gen" --platform amd --steps 30 --seed 1 -o "$t/amd1.json"
 "$gen" --platform nvidia --steps 30 --seed 2 -o "$t/nv1.json"
 "$gen" --platform amd --steps 50 --seed 3 -o - | gzip >"$t/amd2.json.gz"
@@ -84,11 +65,7 @@ rc=0
 "$tracefuse" batch "$dir/finite.tsv" --out "$dir/local" --all --threads 1 2>"$dir/local.err" || rc=$?
 [ "$rc" -eq 1 ] || fail "batch --all exited $rc, not 1 (the malformed pair): $(cat "$dir/local.err")"
 
-rc=0
-SLURM_CLUSTER_CPUS=6 slurm_cluster_start "$dir/cluster" || rc=$?
-if [ "$rc" -eq 77 ] && [ "${TRACEFUSE_SLURM_REQUIRED:-0}" != 1 ]; then exit 77; fi
-[ "$rc" -eq 0 ] || exit 1
-echo "compare_array_test: cluster idle after $((SECONDS - started)) s"
+SLURM_CLUSTER_CPUS=6 slurm_test_start_cluster
 
 # The FIFO's writer sends the trace's first 20 kB, then waits: the reader blocks in read(). The
 # wait is exec'd, so that $! is the sleep itself: killed at the end, it leaves no process holding
@@ -155,5 +132,4 @@ PY
 python3 "$here/check_summary.py" "$out/summary.json" 4 2 || failures=$((failures + 1))
 [ -s "$out/summary.md" ] || fail "no $out/summary.md"
 
-[ "$failures" -eq 0 ] || exit 1
-echo "compare_array_test: PASS in $((SECONDS - started)) s"
+slurm_test_end

@@ -13,40 +13,13 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source=tests/slurm/cluster.sh
 source "$here/cluster.sh"
+# shellcheck source=tests/slurm/test_lib.sh
+source "$here/test_lib.sh"
 
-started=$SECONDS
-dir=$(mktemp -d "${TMPDIR:-/tmp}/tracefuse-slurm.XXXXXX")
-failures=0
-fail() {
-  echo "smoke_test: FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+slurm_test_begin smoke_test
 
-# On every exit: stop the cluster (its failure fails the test), then keep the directory
-# and show the daemons' logs if something went wrong, else delete it.
-finish() {
-  local rc=$?
-  trap - EXIT
-  slurm_cluster_stop || rc=1
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
-    slurm_cluster_show_logs "$dir/cluster" "$dir"/jobs/*.out
-    echo "smoke_test: files kept in $dir" >&2
-  else
-    rm -rf "$dir"
-  fi
-  exit "$rc"
-}
-trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+slurm_test_start_cluster
 
-rc=0
-slurm_cluster_start "$dir/cluster" || rc=$?
-if [ "$rc" -eq 77 ] && [ "${TRACEFUSE_SLURM_REQUIRED:-0}" != 1 ]; then exit 77; fi
-[ "$rc" -eq 0 ] || exit 1
-echo "smoke_test: cluster idle after $((SECONDS - started)) s"
-
-mkdir "$dir/jobs"
 cd "$dir/jobs" # sbatch runs jobs in the submitting directory
 
 # First, so that it starts at once: its limit ends the test.
@@ -86,5 +59,4 @@ state=$(slurm_job_state "$timed")
 content=$(cat timed.result 2>/dev/null) || true
 [ "$content" = interrupted ] || fail "time-limited job wrote '$content', not 'interrupted' (no SIGTERM?)"
 
-[ "$failures" -eq 0 ] || exit 1
-echo "smoke_test: PASS in $((SECONDS - started)) s"
+slurm_test_end

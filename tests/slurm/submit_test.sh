@@ -15,30 +15,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 submit=$here/../../scripts/slurm/submit
 # shellcheck source=tests/slurm/cluster.sh
 source "$here/cluster.sh"
+# shellcheck source=tests/slurm/test_lib.sh
+source "$here/test_lib.sh"
 
-started=$SECONDS
-dir=$(mktemp -d "${TMPDIR:-/tmp}/tracefuse-slurm.XXXXXX")
-failures=0
-fail() {
-  echo "submit_test: FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-
-finish() {
-  local rc=$?
-  trap - EXIT
-  slurm_cluster_stop || rc=1
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
-    slurm_cluster_show_logs "$dir/cluster" "$dir"/jobs/*.out
-    echo "submit_test: files kept in $dir" >&2
-  else
-    rm -rf "$dir"
-  fi
-  exit "$rc"
-}
-trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+slurm_test_begin submit_test
 
 # expect_error STATUS PATTERN COMMAND...: COMMAND exits STATUS with one stderr line
 # matching PATTERN.
@@ -51,7 +31,6 @@ expect_error() {
   fi
 }
 
-mkdir "$dir/jobs"
 cd "$dir/jobs" # sbatch runs jobs, and writes their logs, in the submitting directory
 printf '# comparisons for the test\nlabel\ttrace1\ttrace2\n\nfast0\ta.json\tb.json\n# the slow one\nslow1\tc.json\td.json\nfast2\te.json\tf.json\n' >manifest.tsv
 printf '# nothing\nlabel\ttrace1\ttrace2\n' >empty.tsv
@@ -66,11 +45,7 @@ expect_error 2 '^compare-array.sbatch: not an array task' \
   env -u SLURM_ARRAY_TASK_ID bash "$here/../../scripts/slurm/compare-array.sbatch" manifest.tsv out
 
 # 4 CPUs, whatever the machine has: two 2-CPU tasks side by side.
-rc=0
-SLURM_CLUSTER_CPUS=4 slurm_cluster_start "$dir/cluster" || rc=$?
-if [ "$rc" -eq 77 ] && [ "${TRACEFUSE_SLURM_REQUIRED:-0}" != 1 ]; then exit 77; fi
-[ "$rc" -eq 0 ] || exit 1
-echo "submit_test: cluster idle after $((SECONDS - started)) s"
+SLURM_CLUSTER_CPUS=4 slurm_test_start_cluster
 
 expect_error 1 '^submit: sbatch failed for the array job: .*Invalid partition' \
   "$submit" manifest.tsv out --partition=nope
@@ -111,5 +86,4 @@ state=$(slurm_job_state "$merge")
 [ "$(grep -c '^| [0-9]' out/summary.md 2>/dev/null)" = 3 ] || fail "out/summary.md does not list the 3 tasks"
 grep -q '"outcome": "interrupted"' out/summary.json 2>/dev/null || fail "out/summary.json lists no interrupted task"
 
-[ "$failures" -eq 0 ] || exit 1
-echo "submit_test: PASS in $((SECONDS - started)) s"
+slurm_test_end
