@@ -131,5 +131,10 @@ PY
   fail "the merge job ended $(slurm_job_state "$merge"), not FAILED (merge exits 1 when pairs failed)"
 python3 "$here/check_summary.py" "$out/summary.json" 4 2 || failures=$((failures + 1))
 [ -s "$out/summary.md" ] || fail "no $out/summary.md"
+# What a user sees: each pair's status line, then the merged summary.
+for status in "$out"/*.status.json; do
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print("compare_array_test:", s["label"], s["state"], s["exit_code"], s["error"] or "")' "$status"
+done
+cat "$out/summary.md"
 
 slurm_test_end
