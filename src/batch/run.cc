@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
+#include "tracefuse/batch/summary.h"
 #include "tracefuse/exit_code.h"
 #include "tracefuse/interrupt.h"
 #include "tracefuse/report/json.h"
@@ -87,7 +87,7 @@ std::vector<std::string> ReportFormats(const std::vector<std::string>& requested
 // What the status file says about one pair (run.h documents the schema).
 struct PairStatus {
   std::string label;
-  std::string state = "running";
+  PairState state = PairState::kRunning;
   std::optional<int> exit_code;
   absl::Status error;
   std::string trace1, trace2, manifest;
@@ -102,7 +102,7 @@ struct PairStatus {
 Json StatusJson(const PairStatus& s) {
   Json j;
   j["label"] = s.label;
-  j["state"] = s.state;
+  j["state"] = std::string(PairStateName(s.state));
   j["exit_code"] = s.exit_code ? Json(*s.exit_code) : Json(nullptr);
   j["error"] = s.error.ok() ? Json(nullptr) : Json(std::string(s.error.message()));
   j["trace1"] = s.trace1;
@@ -132,12 +132,8 @@ absl::Status WriteStatus(const std::string& dir, const PairStatus& s) {
 // IsComplete() says whether the pair's status says complete and each of its reports exists.
 bool IsComplete(const std::string& dir, const std::string& label,
                 const std::vector<std::string>& formats) {
-  std::ifstream in(PathIn(dir, StatusName(label)));
-  if (!in) return false;
-  Json status = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!status.is_object() || !status.contains("state") || status["state"] != "complete") {
-    return false;
-  }
+  absl::StatusOr<RecordedStatus> status = ReadPairStatus(PathIn(dir, StatusName(label)));
+  if (!status.ok() || status->state != PairState::kComplete) return false;
   return std::all_of(formats.begin(), formats.end(), [&](const std::string& f) {
     return std::filesystem::exists(PathIn(dir, ReportName(label, f)));
   });
@@ -177,9 +173,10 @@ void Finish(const absl::Status& st, int exit_code, PairStatus* status) {
   status->exit_code = exit_code;
   status->error = st;
   if (exit_code == kExitOk) {
-    status->state = "complete";
+    status->state = PairState::kComplete;
   } else {
-    status->state = st.code() == absl::StatusCode::kCancelled ? "interrupted" : "failed";
+    status->state =
+        st.code() == absl::StatusCode::kCancelled ? PairState::kInterrupted : PairState::kFailed;
   }
 }
 
@@ -189,8 +186,9 @@ void LogPair(std::FILE* log, const PairStatus& s) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
     std::fprintf(log, "tracefuse: batch: %s: complete in %.2f s\n", s.label.c_str(), seconds);
   } else {
-    std::fprintf(log, "tracefuse: batch: %s: %s (exit %d): %s\n", s.label.c_str(), s.state.c_str(),
-                 s.exit_code.value_or(kExitIo), std::string(s.error.message()).c_str());
+    std::fprintf(log, "tracefuse: batch: %s: %s (exit %d): %s\n", s.label.c_str(),
+                 std::string(PairStateName(s.state)).c_str(), s.exit_code.value_or(kExitIo),
+                 std::string(s.error.message()).c_str());
   }
 }
 
