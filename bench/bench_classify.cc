@@ -101,6 +101,8 @@ class SubstringBaseline {
         return hay.compare(0, literal_.at(&p).size(), literal_.at(&p)) == 0;
       case Predicate::Kind::kRegex:
         return std::regex_search(name, regex_.at(&p));
+      case Predicate::Kind::kWord:
+        return ContainsWord(name, p.text);
       case Predicate::Kind::kPlatform:
         return p.platform == platform;
       case Predicate::Kind::kNot:

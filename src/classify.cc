@@ -28,6 +28,50 @@ std::string_view Utf8Prefix(std::string_view s, size_t n) {
   return s.substr(0, i);
 }
 
+namespace {
+
+bool IsAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
+bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
+
+}  // namespace
+
+bool IsWordBoundary(std::string_view name, size_t i) {
+  if (i == 0 || i >= name.size()) return true;
+  const char before = name[i - 1], at = name[i];
+  if (!IsAsciiLetter(before) || !IsAsciiLetter(at)) return true;
+  if (IsLower(before) && IsUpper(at)) return true;
+  return IsUpper(before) && IsUpper(at) && i + 1 < name.size() && IsLower(name[i + 1]);
+}
+
+bool ContainsWord(std::string_view name, std::string_view word) {
+  if (word.empty() || word.size() > name.size()) return false;
+  for (size_t i = 0; i + word.size() <= name.size(); ++i) {
+    if (!IsWordBoundary(name, i) || !IsWordBoundary(name, i + word.size())) continue;
+    bool equal = true;
+    for (size_t j = 0; j < word.size() && equal; ++j)
+      equal = std::tolower(static_cast<unsigned char>(name[i + j])) ==
+              std::tolower(static_cast<unsigned char>(word[j]));
+    if (equal) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> SplitWords(std::string_view name) {
+  std::vector<std::string> words;
+  size_t start = 0;
+  for (size_t i = 1; i <= name.size(); ++i) {
+    if (!IsWordBoundary(name, i)) continue;
+    if (IsAsciiLetter(name[start])) {
+      std::string w(name.substr(start, i - start));
+      for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      words.push_back(std::move(w));
+    }
+    start = i;
+  }
+  return words;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Rule files
 
@@ -47,8 +91,8 @@ class RuleFileError {
   std::string source_;
 };
 
-constexpr std::string_view kPredicateKeys[] = {"contains", "prefix", "regex",   "all",
-                                               "any",      "not",    "platform"};
+constexpr std::string_view kPredicateKeys[] = {"contains", "prefix", "regex", "words",
+                                               "all",      "any",    "not",   "platform"};
 
 bool IsPredicateKey(std::string_view k) {
   for (auto p : kPredicateKeys)
@@ -90,6 +134,7 @@ struct PredicateParser {
       if (out->text.empty()) return err.At(v, StrCat("empty '", key, "' string"));
       return absl::OkStatus();
     }
+    if (key == "words") return ParseWords(v, out);
     if (key == "platform") {
       std::string p = v.as<std::string>();
       for (char& ch : p) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -115,6 +160,36 @@ struct PredicateParser {
       out->children.emplace_back();
       absl::Status s = Parse(item, &out->children.back());
       if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  // `words` takes one word or a list of them (any of which may match): letters only, since a
+  // word is a run of letters between word boundaries.
+  absl::Status ParseWords(const YAML::Node& v, Predicate* out) {
+    std::vector<std::string> words;
+    if (v.IsScalar()) {
+      words.push_back(v.as<std::string>());
+    } else if (v.IsSequence()) {
+      for (const auto& w : v) words.push_back(w.as<std::string>());
+    } else {
+      return err.At(v, "'words' takes a word or a list of words");
+    }
+    if (words.empty()) return err.At(v, "empty 'words' list");
+    out->kind = words.size() == 1 ? Predicate::Kind::kWord : Predicate::Kind::kAny;
+    for (const std::string& w : words) {
+      if (w.empty() || !std::all_of(w.begin(), w.end(), IsAsciiLetter)) {
+        return err.At(v, StrCat("'", w, "' is not a word (letters only)"));
+      }
+      Predicate word;
+      word.kind = Predicate::Kind::kWord;
+      word.text = w;
+      word.line = out->line;
+      if (words.size() == 1) {
+        *out = std::move(word);
+      } else {
+        out->children.push_back(std::move(word));
+      }
     }
     return absl::OkStatus();
   }
@@ -258,23 +333,31 @@ class RuleSet::FileReader {
     return absl::OkStatus();
   }
 
-  // ReadRules() reads this file's rules, then appends the base set's: a file's own rules take
-  // precedence.
+  // ReadRules() reads this file's rules and merges them with the base set's, layer by layer: a
+  // file's own rules take precedence within a layer, and every specific rule comes before every
+  // fallback rule.
   absl::Status ReadRules(const YAML::Node& root) {
     PredicateParser predicates{err_, caseless_, &set_->platform_dependent_};
+    std::vector<Rule> own;
     if (root["rules"]) {
       if (!root["rules"].IsSequence()) return err_.At(root["rules"], "'rules' is a list");
       for (const auto& node : root["rules"]) {
         Rule rule;
         absl::Status st = ReadRule(node, &predicates, &rule);
         if (!st.ok()) return st;
+        if (!rule.fallback && !own.empty() && own.back().fallback) {
+          return err_.At(node, "a specific rule after a fallback rule (fallback rules come last)");
+        }
         AddCategory(rule.category);
-        set_->rules_.push_back(std::move(rule));
+        own.push_back(std::move(rule));
       }
     }
-    if (base_) {
-      set_->platform_dependent_ |= base_->platform_dependent_;
-      for (const Rule& r : base_->rules_) set_->rules_.push_back(r);
+    std::vector<Rule> base = base_ ? base_->rules_ : std::vector<Rule>();
+    if (base_) set_->platform_dependent_ |= base_->platform_dependent_;
+    for (bool fallback : {false, true}) {
+      for (std::vector<Rule>* layer : {&own, &base})
+        for (Rule& r : *layer)
+          if (r.fallback == fallback) set_->rules_.push_back(std::move(r));
     }
     return absl::OkStatus();
   }
@@ -286,23 +369,24 @@ class RuleSet::FileReader {
     rule->category = r["category"].as<std::string>();
     if (rule->category.empty()) return err_.At(r["category"], "empty category");
     if (r["pattern"]) rule->pattern = r["pattern"].as<std::string>();
+    if (r["fallback"]) rule->fallback = r["fallback"].as<bool>();
     bool has_predicate = false;
     for (const auto& kv : r) has_predicate |= IsPredicateKey(kv.first.as<std::string>());
     if (!has_predicate) return err_.At(r, "rule without a predicate");
-    return predicates->ParseMap(r, &rule->when, {"category", "pattern", "description"});
+    return predicates->ParseMap(r, &rule->when, {"category", "pattern", "description", "fallback"});
   }
 
-  // ReadDefault() sets the fallback rule: the file's `default`, else the base set's, else Other.
+  // ReadDefault() sets the default rule: the file's `default`, else the base set's, else Other.
   absl::Status ReadDefault(const YAML::Node& root) {
-    set_->fallback_.category = "Other";
-    if (base_) set_->fallback_ = base_->fallback_;
+    set_->default_rule_.category = "Other";
+    if (base_) set_->default_rule_ = base_->default_rule_;
     if (const YAML::Node& d = root["default"]) {
       if (!d.IsMap() || !d["category"]) return err_.At(d, "'default' is a map with 'category'");
-      set_->fallback_.category = d["category"].as<std::string>();
-      set_->fallback_.pattern = d["pattern"] ? d["pattern"].as<std::string>() : "";
-      set_->fallback_.line = d.Mark().line + 1;
+      set_->default_rule_.category = d["category"].as<std::string>();
+      set_->default_rule_.pattern = d["pattern"] ? d["pattern"].as<std::string>() : "";
+      set_->default_rule_.line = d.Mark().line + 1;
     }
-    AddCategory(set_->fallback_.category);
+    AddCategory(set_->default_rule_.category);
     return absl::OkStatus();
   }
 
@@ -401,26 +485,48 @@ std::string EscapeLiteral(std::string_view s) {
   return out;
 }
 
-// Patterns collects the Hyperscan expressions of a rule set, one per distinct literal or regex
-// (with its flags).
+// Patterns collects the Hyperscan expressions of a rule set, one per distinct literal, word or
+// regex (with its flags). A word is scanned as a caseless literal reported at every occurrence;
+// the scan's callback keeps the occurrences with a word boundary on both sides.
 struct Patterns {
   std::vector<std::string> expressions;
   std::vector<unsigned> flags;
-  StringMap<uint32_t> ids;  // flags + "/" + expression -> index
+  std::vector<uint32_t> word_length;  // 0 for patterns that are not words
+  StringMap<uint32_t> ids;            // flags + kind + "/" + expression -> index
 
   uint32_t Id(const Predicate& p) {
+    const bool word = p.kind == Predicate::Kind::kWord;
     std::string expr = p.kind == Predicate::Kind::kRegex    ? p.text
                        : p.kind == Predicate::Kind::kPrefix ? "^" + EscapeLiteral(p.text)
                                                             : EscapeLiteral(p.text);
-    unsigned f = HS_FLAG_SINGLEMATCH | (p.caseless ? HS_FLAG_CASELESS : 0);
-    auto [it, inserted] = ids.try_emplace(StrCat(f, "/", expr), expressions.size());
+    unsigned f =
+        word ? HS_FLAG_CASELESS : HS_FLAG_SINGLEMATCH | (p.caseless ? HS_FLAG_CASELESS : 0);
+    auto [it, inserted] = ids.try_emplace(StrCat(f, word ? "w/" : "/", expr), expressions.size());
     if (inserted) {
       expressions.push_back(std::move(expr));
       flags.push_back(f);
+      word_length.push_back(word ? static_cast<uint32_t>(p.text.size()) : 0);
     }
     return it->second;
   }
 };
+
+// ScanContext is what the Hyperscan callback sees of one scan.
+struct ScanContext {
+  uint64_t* bits;
+  std::string_view name;
+  const uint32_t* word_length;
+};
+
+int OnMatch(unsigned id, unsigned long long, unsigned long long to, unsigned, void* ctx) {
+  ScanContext& scan = *static_cast<ScanContext*>(ctx);
+  const uint32_t length = scan.word_length[id];
+  if (length != 0 && !(IsWordBoundary(scan.name, to - length) && IsWordBoundary(scan.name, to))) {
+    return 0;
+  }
+  scan.bits[id >> 6] |= uint64_t{1} << (id & 63);
+  return 0;
+}
 
 }  // namespace
 
@@ -431,6 +537,7 @@ struct Classifier::Impl {
   std::vector<Node> nodes;
   std::vector<uint32_t> children;  // node indices
   std::vector<uint32_t> rule_roots;
+  std::vector<uint32_t> word_length;  // per pattern id (Patterns::word_length)
 
   struct ThreadState {
     hs_scratch_t* scratch = nullptr;
@@ -456,6 +563,7 @@ struct Classifier::Impl {
       case Predicate::Kind::kContains:
       case Predicate::Kind::kPrefix:
       case Predicate::Kind::kRegex:
+      case Predicate::Kind::kWord:
         return (bits[n.value >> 6] >> (n.value & 63)) & 1;
       case Predicate::Kind::kPlatform:
         return static_cast<uint32_t>(platform) == n.value;
@@ -487,6 +595,7 @@ uint32_t Classifier::Impl::Flatten(const Predicate& p, Patterns* patterns) {
     case Predicate::Kind::kContains:
     case Predicate::Kind::kPrefix:
     case Predicate::Kind::kRegex:
+    case Predicate::Kind::kWord:
       nodes[index].value = patterns->Id(p);
       break;
     case Predicate::Kind::kPlatform:
@@ -506,6 +615,7 @@ uint32_t Classifier::Impl::Flatten(const Predicate& p, Patterns* patterns) {
 // Impl::Compile() builds the one multi-pattern database and the scratch each thread clones.
 absl::Status Classifier::Impl::Compile(const Patterns& patterns, const std::string& set_name) {
   words = (patterns.expressions.size() + 63) / 64;
+  word_length = patterns.word_length;
   if (!patterns.expressions.empty()) {
     std::vector<const char*> exprs;
     std::vector<unsigned> ids;
@@ -544,7 +654,7 @@ absl::StatusOr<std::shared_ptr<const Classifier>> Classifier::Create(
     c->impl_->rule_roots.push_back(c->impl_->Flatten(r.when, &patterns));
     c->rule_category_.push_back(*set.category_index(r.category));
   }
-  c->rule_category_.push_back(*set.category_index(set.fallback().category));
+  c->rule_category_.push_back(*set.category_index(set.default_rule().category));
   absl::Status compiled = c->impl_->Compile(patterns, set.name());
   if (!compiled.ok()) return compiled;
   return std::shared_ptr<const Classifier>(std::move(c));
@@ -562,13 +672,9 @@ RuleId Classifier::Classify(std::string_view name, Platform platform) const {
   uint64_t* bits = state.bits.data();
   std::fill(state.bits.begin(), state.bits.end(), 0);
   if (im.db != nullptr) {
-    hs_scan(
-        im.db, name.data(), static_cast<unsigned>(name.size()), 0, state.scratch,
-        [](unsigned id, unsigned long long, unsigned long long, unsigned, void* ctx) -> int {
-          static_cast<uint64_t*>(ctx)[id >> 6] |= uint64_t{1} << (id & 63);
-          return 0;
-        },
-        bits);
+    ScanContext scan{bits, name, im.word_length.data()};
+    hs_scan(im.db, name.data(), static_cast<unsigned>(name.size()), 0, state.scratch, OnMatch,
+            &scan);
   }
   for (size_t i = 0; i < im.rule_roots.size(); ++i) {
     if (im.Eval(im.rule_roots[i], bits, platform)) return static_cast<RuleId>(i);
@@ -591,7 +697,7 @@ void CachedClassifier::ClassifyNames(const ParsedChunk& chunk, std::vector<RuleI
 
 std::string Classifier::Pattern(RuleId id, std::string_view name) const {
   const std::string& tmpl =
-      id < rules_->rules().size() ? rules_->rules()[id].pattern : rules_->fallback().pattern;
+      id < rules_->rules().size() ? rules_->rules()[id].pattern : rules_->default_rule().pattern;
   std::string out;
   size_t i = 0;
   while (i < tmpl.size()) {

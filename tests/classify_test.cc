@@ -117,6 +117,58 @@ rules:
   EXPECT_EQ(c->rule_set().categories().front(), "GEMM");
 }
 
+TEST(Words, BoundariesSplitIdentifiersAtCaseChangesAndNonLetters) {
+  EXPECT_EQ(SplitWords("miopenSp3AsmConv_v21_1_3_gfx9"),
+            (std::vector<std::string>{"miopen", "sp", "asm", "conv", "v", "gfx"}));
+  EXPECT_EQ(SplitWords("void at::native::RowwiseMomentsCUDAKernel<float>"),
+            (std::vector<std::string>{"void", "at", "native", "rowwise", "moments", "cuda",
+                                      "kernel", "float"}));
+  EXPECT_EQ(SplitWords("_ZN2at6native18fused_dropout_kernel"),
+            (std::vector<std::string>{"zn", "at", "native", "fused", "dropout", "kernel"}));
+  EXPECT_EQ(SplitWords("MIOpenConvUni"), (std::vector<std::string>{"mi", "open", "conv", "uni"}));
+  EXPECT_EQ(SplitWords(""), std::vector<std::string>{});
+  EXPECT_TRUE(ContainsWord("gcnAsmConv1x1U", "conv"));
+  EXPECT_TRUE(ContainsWord("conv2d_fwd", "CONV"));
+  EXPECT_TRUE(ContainsWord("cutlass_80_tensorop_s16816gemm_relu", "gemm"));
+  EXPECT_FALSE(ContainsWord("convert_kernel", "conv"));
+  EXPECT_FALSE(ContainsWord("reconvolve", "conv"));
+  EXPECT_FALSE(ContainsWord("conv", "convolution"));
+  EXPECT_FALSE(ContainsWord("x", ""));
+}
+
+TEST(RuleFiles, WordsMatchWholeWordsOnly) {
+  auto c = FromText(R"(
+rules:
+  - {category: Conv, words: [conv, winograd]}
+  - {category: Pool, words: pool}
+)");
+  EXPECT_EQ(CategoryOf(*c, "miopenSp3AsmConv_v21_1_3"), "Conv");
+  EXPECT_EQ(CategoryOf(*c, "convert_conv_kernel"), "Conv");  // the second occurrence is a word
+  EXPECT_EQ(CategoryOf(*c, "gcnAsmWinogradXformData"), "Conv");
+  EXPECT_EQ(CategoryOf(*c, "convert_kernel"), "Other");
+  EXPECT_EQ(CategoryOf(*c, "AdaptivePool2d"), "Pool");
+  EXPECT_EQ(CategoryOf(*c, "spool"), "Other");
+}
+
+TEST(RuleFiles, ExtendingSetsMergesLayerByLayer) {
+  auto c = FromText(R"(
+extends: tracefuse
+categories: [Mine, MyFallback]
+rules:
+  - {category: Mine, contains: my_kernel}
+  - {category: MyFallback, words: frobnicate, fallback: true}
+)");
+  const std::vector<Rule>& rules = c->rule_set().rules();
+  EXPECT_EQ(rules.front().category, "Mine");
+  auto first_fallback =
+      std::find_if(rules.begin(), rules.end(), [](const Rule& r) { return r.fallback; });
+  ASSERT_NE(first_fallback, rules.end());
+  EXPECT_EQ(first_fallback->category, "MyFallback");  // before the base set's fallback rules
+  EXPECT_TRUE(std::all_of(first_fallback, rules.end(), [](const Rule& r) { return r.fallback; }));
+  EXPECT_EQ(CategoryOf(*c, "frobnicate_gemm_kernel"), "GEMM");  // a specific base rule first
+  EXPECT_EQ(CategoryOf(*c, "FrobnicateKernel"), "MyFallback");
+}
+
 TEST(RuleFiles, PlatformPredicate) {
   auto c = FromText(R"(
 rules:
@@ -160,6 +212,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{"rules:\n  - category: A\n    contains: \"\"\n",
                 "my.yaml:3: empty 'contains' string"},
         BadFile{"rulez: []\n", "my.yaml:1: unknown key 'rulez'"},
+        BadFile{"rules:\n  - category: A\n    words: [conv, im2col]\n",
+                "my.yaml:3: 'im2col' is not a word (letters only)"},
+        BadFile{"rules:\n  - {category: A, words: x, fallback: true}\n  - {category: B, "
+                "contains: y}\n",
+                "my.yaml:3: a specific rule after a fallback rule (fallback rules come last)"},
         BadFile{"rules: [\n", "my.yaml:2: end of sequence flow not found"}));
 
 TEST(RuleFiles, AtMost256CategoriesSoThatEachFitsAByte) {

@@ -178,7 +178,7 @@ TEST(Taxonomy, DocumentedExamples) {
 TEST(Taxonomy, EveryCategoryHasAnExampleAndIsReachable) {
   auto c = Load("tracefuse");
   for (const std::string& category : c->rule_set().categories()) {
-    bool used = category == c->rule_set().fallback().category;
+    bool used = category == c->rule_set().default_rule().category;
     for (const Rule& r : c->rule_set().rules()) used |= r.category == category;
     EXPECT_TRUE(used) << category << " has no rule";
   }

@@ -57,10 +57,26 @@ class CategoryIds {
   size_t count_;
 };
 
+// IsWordBoundary() tells whether position `i` of identifier `name` separates two words: at either
+// end, next to a character that is not a letter (digits, '_', ':', '<' ...), at a lower-to-upper
+// case change ("Conv|Fwd"), and before the last capital of a capitals run that starts a CamelCase
+// word ("MIOpen|Conv" has one at "n|C", "HTTP|Server" at "P|S").
+bool IsWordBoundary(std::string_view name, size_t i);
+
+// ContainsWord() tells whether `word` (any case) occurs in `name` with a word boundary on both
+// sides: "conv" is a word of "miopenSp3AsmConv_v21", "gcnAsmConv1x1U" and "conv2d_fwd", not of
+// "convert_kernel".
+bool ContainsWord(std::string_view name, std::string_view word);
+
+// SplitWords() lists the words of `name`, lowercased, in order: the runs of letters between word
+// boundaries.
+std::vector<std::string> SplitWords(std::string_view name);
+
 struct Predicate {
-  enum class Kind : uint8_t { kContains, kPrefix, kRegex, kAll, kAny, kNot, kPlatform };
+  // kWord is a literal that must occur as a whole word (ContainsWord), always caseless.
+  enum class Kind : uint8_t { kContains, kPrefix, kRegex, kWord, kAll, kAny, kNot, kPlatform };
   Kind kind = Kind::kContains;
-  std::string text;                        // literal or regex
+  std::string text;                        // literal, word or regex
   bool caseless = true;                    // for literals and regexes
   Platform platform = Platform::kUnknown;  // kPlatform
   std::vector<Predicate> children;         // kAll / kAny / kNot (one child)
@@ -71,6 +87,9 @@ struct Rule {
   std::string category;
   std::string pattern;  // label template; "{name:N}" is the name's first N code points
   Predicate when;       // an empty kAll is always true
+  // A fallback rule belongs to the last layer before the default: it runs after every specific
+  // rule (those of a file that extends a set included), and reports mark what it classified.
+  bool fallback = false;
   int line = 0;
 };
 
@@ -87,7 +106,8 @@ class RuleSet {
   const std::string& name() const { return name_; }
   const std::string& description() const { return description_; }
   const std::vector<Rule>& rules() const { return rules_; }
-  const Rule& fallback() const { return fallback_; }
+  // default_rule() gives the category (and pattern) of names that no rule matches.
+  const Rule& default_rule() const { return default_rule_; }
   // Every category, in declaration order (rules' categories added as first used).
   const std::vector<std::string>& categories() const { return categories_; }
   // category_index() is the index of `category` in categories(), nullopt when there is none.
@@ -100,12 +120,12 @@ class RuleSet {
   std::string name_;
   std::string description_;
   std::vector<Rule> rules_;
-  Rule fallback_;
+  Rule default_rule_;
   std::vector<std::string> categories_;
   bool platform_dependent_ = false;
 };
 
-// Rule index in RuleSet::rules(), or rules().size() for the fallback.
+// Rule index in RuleSet::rules(), or rules().size() for the default rule.
 using RuleId = uint16_t;
 
 class Classifier {

@@ -34,7 +34,7 @@ int RunClassify(const ClassifyArgs& a) {
     in = &file;
   }
   const RuleSet& rules = (*classifier)->rule_set();
-  bool has_patterns = !rules.fallback().pattern.empty();
+  bool has_patterns = !rules.default_rule().pattern.empty();
   for (const Rule& r : rules.rules()) has_patterns |= !r.pattern.empty();
 
   simdjson::dom::parser parser;

@@ -53,7 +53,7 @@ std::vector<CategoryBreakdown> Breakdown(const TraceProfile& p, size_t top) {
 
 // The rule set's default category: what no rule claimed.
 CategoryId UnclassifiedCategory(const TraceProfile& p) {
-  return *p.classifier->rule_set().category_index(p.classifier->rule_set().fallback().category);
+  return *p.classifier->rule_set().category_index(p.classifier->rule_set().default_rule().category);
 }
 
 double Share(int64_t part, int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }

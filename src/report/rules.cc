@@ -26,6 +26,8 @@ std::string DescribePredicate(const Predicate& p) {
       return lit("prefix");
     case Predicate::Kind::kRegex:
       return lit("regex");
+    case Predicate::Kind::kWord:
+      return fmt::format("word \"{}\"", p.text);
     case Predicate::Kind::kPlatform:
       return fmt::format("platform {}", PlatformName(p.platform));
     case Predicate::Kind::kNot:
@@ -51,11 +53,11 @@ std::string RulesText(const RuleSet& rules) {
                   rules.categories().size(), fmt::join(rules.categories(), ", "));
   for (size_t i = 0; i < rules.rules().size(); ++i) {
     const Rule& r = rules.rules()[i];
-    out += fmt::format("{:>3}. {}{} <- {}\n", i + 1, r.category, PatternSuffix(r.pattern),
-                       DescribePredicate(r.when));
+    out += fmt::format("{:>3}. {}{}{} <- {}\n", i + 1, r.category, PatternSuffix(r.pattern),
+                       r.fallback ? " (fallback)" : "", DescribePredicate(r.when));
   }
-  out += fmt::format("     otherwise {}{}\n", rules.fallback().category,
-                     PatternSuffix(rules.fallback().pattern));
+  out += fmt::format("     otherwise {}{}\n", rules.default_rule().category,
+                     PatternSuffix(rules.default_rule().pattern));
   return out;
 }
 
