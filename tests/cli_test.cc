@@ -292,7 +292,35 @@ TEST(BreakdownCli, JsonShape) {
   EXPECT_TRUE(j["unclassified"].empty());
   RunResult csv =
       RunCommand(std::string(TRACEFUSE_BINARY) + " breakdown " + trace + " --format csv");
-  EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), "category,kernel,count,time_us,time_share");
+  EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
+            "category,kernel,count,time_us,time_share,by_fallback_rule");
+}
+
+// Kernels that only a fallback rule (a word of the name) classified are marked, in every format.
+TEST(BreakdownCli, MarksKernelsClassifiedByFallbackRules) {
+  testing::TempDir dir;
+  const std::string trace = dir.File("t.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "mylib::normalize_rows_kernel", "ts": 1, "dur": 30,
+     "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "Cijk_Alik_Bljk_HHS", "ts": 40, "dur": 70,
+     "args": {"correlation": 2}}]})");
+  const std::string breakdown = std::string(TRACEFUSE_BINARY) + " breakdown " + trace;
+  nlohmann::json j = nlohmann::json::parse(RunCommand(breakdown + " --format json").out);
+  EXPECT_EQ(j["fallback_rule_kernels"], 1);
+  EXPECT_NEAR(j["fallback_rule_time_share"].get<double>(), 0.3, 1e-9);
+  for (const auto& c : j["categories"]) {
+    const bool by_word = c["category"] == "LayerNorm";  // "normalize", a fallback word
+    EXPECT_EQ(c["top_kernels"][0]["by_fallback_rule"], by_word) << c["category"];
+  }
+  RunResult text = RunCommand(breakdown);
+  EXPECT_NE(text.out.find("  ~ mylib::normalize_rows_kernel\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("\n~ classified by a fallback rule (a word of the name, no rule for its "
+                          "library): 1 kernels, 0.030 ms, 30.0% of kernel time ('tracefuse "
+                          "rules' lists them)\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(RunCommand(breakdown + " --format csv").out.find("mylib::normalize_rows_kernel,1,"),
+            std::string::npos);
 }
 
 TEST(Cli, ReadsPlainAndGzipTracesFromAPipe) {

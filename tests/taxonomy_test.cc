@@ -1,6 +1,11 @@
-// The `tracefuse` rule set: coverage of real traces, agreement with the reference, documented
-// examples and the order of its rules.
+// The `tracefuse` rule set: coverage of real traces and of kernel names harvested from the
+// libraries' sources (tests/data/kernel_names), agreement with the reference, a kernel as its
+// main operation, one category per operation on both platforms, documented examples.
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <regex>
+#include <set>
 
 #include "gtest/gtest.h"
 #include "test_util.h"
@@ -28,20 +33,171 @@ std::vector<std::string> AllTraces() {
   return out;
 }
 
-// Target of the taxonomy: under 2 % of kernel time left as Other on every trace.
+// The split of ../shared/traces/real used to measure generalisation (README, "Taxonomy"): the
+// family rules were written from the libraries' sources and the design half; the check half was
+// measured before its misses were looked at.
+const std::set<std::string> kDesignHalf = {"tl_h100_bert_small",       "tl_mi300_bert_small",
+                                           "tl_h100_timesformer",      "tl_mi300_timesformer",
+                                           "hta_mi250_minitoy_rocm62", "hta_nccl_data",
+                                           "tl_sglang_qwen3_8b_decode"};
+const std::set<std::string> kCheckHalf = {
+    "tl_h100_falconsai_nsfw", "tl_mi300_falconsai_nsfw",
+    "hta_trace_diff_control", "kineto_tbp_resnet50_nw0.pt.trace",
+    "tl_mi300_ddp_resnet18",  "tl_torch_compile_triton",
+    "tl_b200_eager"};
+
+std::string Half(const std::string& path) {
+  std::string stem = std::filesystem::path(path).filename().string();
+  stem = stem.substr(0, stem.find(".json"));
+  if (kDesignHalf.count(stem)) return "design half";
+  if (kCheckHalf.count(stem)) return "check half";
+  return "golden fusion case";
+}
+
+// Target of the taxonomy: under 2 % of kernel time left as Other on every trace, both halves.
 TEST(Taxonomy, OtherHoldsUnderTwoPercentOfKernelTimeOnEveryTrace) {
   TRACEFUSE_REQUIRE_SHARED();
   std::vector<std::string> traces = AllTraces();
   ASSERT_GE(traces.size(), 26u);
   auto profiles = ProfileTraces(traces, Load("tracefuse"), {});
   ASSERT_TRUE(profiles.ok()) << profiles.status();
+  std::map<std::string, size_t> per_half;
   for (const TraceProfile& p : *profiles) {
     std::vector<CategoryTotals> totals = p.PerCategory();
     int64_t all = 0;
     for (const CategoryTotals& t : totals) all += t.time_ns;
     const CategoryId other = *p.classifier->rule_set().category_index("Other");
     ASSERT_GT(all, 0) << p.path;
-    EXPECT_LT(double(totals[other].time_ns) / double(all), 0.02) << p.path;
+    EXPECT_LT(double(totals[other].time_ns) / double(all), 0.02)
+        << p.path << " (" << Half(p.path) << ")";
+    ++per_half[Half(p.path)];
+  }
+  EXPECT_EQ(per_half["design half"], kDesignHalf.size());
+  EXPECT_EQ(per_half["check half"], kCheckHalf.size());
+}
+
+// HarvestedName is one row of tests/data/kernel_names/LIBRARY.tsv: a name as a trace shows it,
+// built from the library's source, with the category of its operation.
+struct HarvestedName {
+  std::string library;  // the file's stem
+  std::string family;
+  std::string category;
+  std::string name;
+};
+
+std::vector<HarvestedName> HarvestedNames() {
+  std::vector<HarvestedName> out;
+  for (const std::string& file : testing::FilesIn(TRACEFUSE_KERNEL_NAMES_DIR, ".tsv")) {
+    std::ifstream in(file);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      size_t a = line.find('\t'), b = line.find('\t', a + 1);
+      EXPECT_NE(b, std::string::npos) << file << ": " << line;
+      if (b == std::string::npos) continue;
+      out.push_back({std::filesystem::path(file).stem().string(), line.substr(a + 1, b - a - 1),
+                     line.substr(0, a), line.substr(b + 1)});
+    }
+  }
+  return out;
+}
+
+// Every harvested name lands in the category of its operation (so, under 2 % Other by count on
+// every library's list, as they carry no times), except those listed here with their reason.
+const std::map<std::string, std::string> kHarvestedExceptions = {
+    {"MIOpenConvBwdB",
+     "Conv: a convolution's bias gradient (a reduction), kept with MIOpen's "
+     "convolution kernels, whose name it shares"},
+    {"_splitK_reduce",
+     "GEMM: FlashAttention's Triton split-K combine is named like the split-K "
+     "reductions of GEMMs, and nothing else in its name says attention"},
+    {"MIOpenLRNAcrossChannelsBwd1",
+     "LayerNorm: local response normalization is labelled Other "
+     "(no category of its own); the norm words take it"},
+};
+
+TEST(Taxonomy, HarvestedLibraryNamesLandInTheirCategory) {
+  auto c = Load("tracefuse");
+  std::vector<HarvestedName> names = HarvestedNames();
+  EXPECT_GE(names.size(), 1000u);
+  std::map<std::string, std::pair<size_t, size_t>> other_by_library;  // (Other, all)
+  for (const HarvestedName& h : names) {
+    const std::string ours = CategoryOf(*c, h.name);
+    auto& [other, all] = other_by_library[h.library];
+    ++all;
+    other += ours == "Other" && h.category != "Other";
+    if (kHarvestedExceptions.count(h.name)) continue;
+    EXPECT_EQ(ours, h.category) << h.library << " " << h.family << ": " << h.name;
+  }
+  for (const auto& [library, counts] : other_by_library)
+    EXPECT_LT(double(counts.first) / double(counts.second), 0.02) << library;
+}
+
+// Every category is documented by names from at least three libraries.
+TEST(Taxonomy, EveryCategoryHasExamplesFromThreeLibraries) {
+  auto c = Load("tracefuse");
+  std::map<std::string, std::set<std::string>> libraries;
+  for (const HarvestedName& h : HarvestedNames())
+    if (CategoryOf(*c, h.name) == h.category) libraries[h.category].insert(h.library);
+  for (const std::string& category : c->rule_set().categories()) {
+    if (category == c->rule_set().default_rule().category) continue;
+    EXPECT_GE(libraries[category].size(), 3u) << category;
+  }
+}
+
+// A GEMM or convolution library's kernel is GEMM or Conv, whatever epilogue its name shows:
+// never an activation or element-wise kernel (cutlass_80_tensorop_bf16_s16816gemm_relu_... is a
+// GEMM with a fused ReLU). The signatures are the libraries' own naming schemes.
+TEST(Taxonomy, GemmAndConvolutionKernelsAreNeverActivationsOrElementwise) {
+  const std::regex signature(
+      "cijk_|nvjet|gemm(?!a)|gemv|xmma|cutlass_\\w*(tensorop|simt|wmma)|cublas|hipblas|"
+      "scudnn|implicit_convolve|igemm_|fprop|dgrad|wgrad|sp3asmconv|gcnasmconv|naive_conv|"
+      "grouped_conv|winograd",
+      std::regex::icase);
+  const std::set<std::string> forbidden = {"SwiGLU", "GELU", "ReLU", "Elementwise"};
+  auto c = Load("tracefuse");
+  std::vector<std::string> names;
+  for (const HarvestedName& h : HarvestedNames()) names.push_back(h.name);
+  if (testing::HaveShared()) {
+    auto profiles = ProfileTraces(AllTraces(), c, {});
+    ASSERT_TRUE(profiles.ok()) << profiles.status();
+    for (const TraceProfile& p : *profiles)
+      names.insert(names.end(), p.names.begin(), p.names.end());
+  }
+  size_t checked = 0;
+  for (const std::string& name : names) {
+    if (name.rfind("triton_", 0) == 0 || !std::regex_search(name, signature)) continue;
+    ++checked;
+    EXPECT_FALSE(forbidden.count(CategoryOf(*c, name))) << CategoryOf(*c, name) << ": " << name;
+  }
+  EXPECT_GT(checked, 200u);
+}
+
+// compare pairs categories across platforms, so one operation must land in one category on both:
+// on each same-model pair, a category found on one side only is a real difference (listed here
+// with its reason), never two names for one operation.
+TEST(Taxonomy, SameModelPairsShareTheirCategories) {
+  TRACEFUSE_REQUIRE_SHARED();
+  const std::string real = testing::SharedDir() + "/traces/real/";
+  const std::map<std::string, std::set<std::string>> expected_one_sided = {
+      {"bert_small", {}}, {"falconsai_nsfw", {}}, {"timesformer", {}}};
+  for (const auto& [model, expected] : expected_one_sided) {
+    auto profiles = ProfileTraces(
+        {real + "tl_mi300_" + model + ".json.gz", real + "tl_h100_" + model + ".json.gz"},
+        Load("tracefuse"), {});
+    ASSERT_TRUE(profiles.ok()) << profiles.status();
+    std::set<std::string> sides[2];
+    for (int i = 0; i < 2; ++i) {
+      const TraceProfile& p = (*profiles)[i];
+      std::vector<CategoryTotals> totals = p.PerCategory();
+      for (CategoryId id : CategoryIds(totals.size()))
+        if (totals[id].kernels > 0) sides[i].insert(p.category_name(id));
+    }
+    std::set<std::string> one_sided;
+    for (int i = 0; i < 2; ++i)
+      for (const std::string& category : sides[i])
+        if (!sides[1 - i].count(category)) one_sided.insert(category);
+    EXPECT_EQ(one_sided, expected) << model;
   }
 }
 
@@ -137,10 +293,21 @@ TEST(Taxonomy, DocumentedExamples) {
       {"igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x64x32_wt32x32x8", "Conv"},
       {"void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(...)",
        "Pooling"},
-      {"triton_poi_fused__unsafe_view_add_3", "Triton_Pointwise"},
-      {"triton_red_fused_sum_2", "Triton_Reduce"},
+      {"triton_poi_fused__unsafe_view_add_3", "Elementwise"},
+      {"triton_red_fused_sum_2", "Reduce"},
       {"triton_per_fused_native_layer_norm_0", "LayerNorm"},  // a norm, even when Triton-fused
-      {"triton_per_fused_sum_1", "Triton_Persistent"},
+      {"triton_per_fused_sum_1", "Reduce"},
+      {"triton_poi_fused_convolution_relu_4", "ReLU"},  // finishes a convolution, is not one
+      {"void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x6_tn_align8>"
+       "(...)",
+       "GEMM"},  // a GEMM with a fused ReLU epilogue
+      {"miopenSp3AsmConv_v21_1_3_gfx9_fp32_stride1", "Conv"},
+      {"void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel<float, float>(...)",
+       "LayerNorm"},  // group norm statistics
+      {"void at::native::(anonymous namespace)::adaptive_average_pool<float>(...)", "Pooling"},
+      {"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, unsigned "
+       "int, 1, 4, bool>(...)",
+       "Elementwise"},
       {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
        "Communication"},
       {"void rcclGenericKernel<1, false>(ncclDevKernelArgsStorage<4096ul>)", "Communication"},
@@ -169,7 +336,7 @@ TEST(Taxonomy, DocumentedExamples) {
       {"_fwd_kernel_reduce_segments", "Reduce"},
       {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(...)",
        "Elementwise"},
-      {"SubTensorOpWithScalar1d", "Elementwise"},
+      {"SubTensorOpWithScalar1d", "MemCopy"},  // MIOpen SetTensor: a fill
       {"some_kernel_no_rule_knows", "Other"},
   };
   for (const auto& [name, category] : examples) EXPECT_EQ(CategoryOf(*c, name), category) << name;

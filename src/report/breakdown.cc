@@ -51,6 +51,24 @@ std::vector<CategoryBreakdown> Breakdown(const TraceProfile& p, size_t top) {
   return out;
 }
 
+// ByFallbackRule() tells whether name `n` was classified by a fallback (word) rule: users should
+// see which kernels rest on that last layer rather than on a rule for their library.
+bool ByFallbackRule(const TraceProfile& p, uint32_t n) {
+  const std::vector<Rule>& rules = p.classifier->rule_set().rules();
+  return p.name_rule[n] < rules.size() && rules[p.name_rule[n]].fallback;
+}
+
+// FallbackTotals() counts the kernels, and their time, that fallback rules classified.
+CategoryTotals FallbackTotals(const TraceProfile& p) {
+  CategoryTotals t;
+  for (uint32_t n = 0; n < p.names.size(); ++n) {
+    if (!ByFallbackRule(p, n)) continue;
+    t.kernels += p.name_kernels[n];
+    t.time_ns += p.name_time_ns[n];
+  }
+  return t;
+}
+
 // The rule set's default category: what no rule claimed.
 CategoryId UnclassifiedCategory(const TraceProfile& p) {
   return *p.classifier->rule_set().category_index(p.classifier->rule_set().default_rule().category);
@@ -72,6 +90,7 @@ void KernelJson(const TraceProfile& p, const KernelShare& k, PyJsonWriter* w) {
   w->Field("name", p.names[k.name]);
   w->Field("count", k.count);
   w->Field("time_us", MillisAsMicros(k.time_ns));
+  w->Field("by_fallback_rule", ByFallbackRule(p, k.name));
   w->EndObject();
 }
 
@@ -104,6 +123,9 @@ std::string BreakdownJson(const TraceProfile& p, size_t top) {
   w.Field("rule_set", p.classifier->rule_set().name());
   w.Field("kernels", p.kernel_count);
   w.Field("kernel_time_us", MillisAsMicros(total));
+  const CategoryTotals fallback = FallbackTotals(p);
+  w.Field("fallback_rule_kernels", fallback.kernels);
+  w.Field("fallback_rule_time_share", Share(fallback.time_ns, total));
   w.Key("categories");
   w.BeginArray();
   for (const CategoryBreakdown& c : cats) CategoryJson(p, c, total, &w);
@@ -119,6 +141,20 @@ std::string BreakdownJson(const TraceProfile& p, size_t top) {
   out += '\n';
   return out;
 }
+
+namespace {
+
+// FallbackNote() says how much rests on fallback rules, when anything does.
+std::string FallbackNote(const TraceProfile& p, int64_t total) {
+  const CategoryTotals fallback = FallbackTotals(p);
+  if (fallback.kernels == 0) return "";
+  return fmt::format(
+      "\n~ classified by a fallback rule (a word of the name, no rule for its library): {} "
+      "kernels, {:.3f} ms, {:.1f}% of kernel time ('tracefuse rules' lists them)\n",
+      Thousands(fallback.kernels), Millis(fallback.time_ns), 100 * Share(fallback.time_ns, total));
+}
+
+}  // namespace
 
 std::string BreakdownText(const TraceProfile& p, size_t top) {
   const int64_t total = KernelTimeNs(p);
@@ -142,23 +178,25 @@ std::string BreakdownText(const TraceProfile& p, size_t top) {
     out += fmt::format("\n{}{}:\n", p.category_name(c.category),
                        c.category == other ? " (unclassified: candidates for a rule file)" : "");
     for (const KernelShare& k : c.top) {
-      fmt::format_to(std::back_inserter(out), "  {:>12.3f} ms  {:>8}x  {}\n", Millis(k.time_ns),
-                     Thousands(k.count), Shorten(p.names[k.name], 120));
+      fmt::format_to(std::back_inserter(out), "  {:>12.3f} ms  {:>8}x  {}{}\n", Millis(k.time_ns),
+                     Thousands(k.count), ByFallbackRule(p, k.name) ? "~ " : "",
+                     Shorten(p.names[k.name], 120));
     }
   }
-  return out;
+  return out + FallbackNote(p, total);
 }
 
 std::string BreakdownCsv(const TraceProfile& p, size_t top) {
   const int64_t total = KernelTimeNs(p);
-  std::string out = "category,kernel,count,time_us,time_share\n";
+  std::string out = "category,kernel,count,time_us,time_share,by_fallback_rule\n";
   for (const CategoryBreakdown& c : Breakdown(p, top)) {
     const std::string cat = CsvField(p.category_name(c.category));
-    out += fmt::format("{},,{},{},{}\n", cat, c.count, MillisAsMicros(c.time_ns),
+    out += fmt::format("{},,{},{},{},\n", cat, c.count, MillisAsMicros(c.time_ns),
                        Share(c.time_ns, total));
     for (const KernelShare& k : c.top) {
-      out += fmt::format("{},{},{},{},{}\n", cat, CsvField(p.names[k.name]), k.count,
-                         MillisAsMicros(k.time_ns), Share(k.time_ns, total));
+      out += fmt::format("{},{},{},{},{},{}\n", cat, CsvField(p.names[k.name]), k.count,
+                         MillisAsMicros(k.time_ns), Share(k.time_ns, total),
+                         ByFallbackRule(p, k.name) ? "true" : "false");
     }
   }
   return out;

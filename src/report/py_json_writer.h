@@ -36,7 +36,12 @@ class PyJsonWriter {
   void Value(const char* s) { Value(std::string_view(s)); }
   void Value(const std::string& s) { Value(std::string_view(s)); }
   void Value(double d);
-  template <typename Int, typename = std::enable_if_t<std::is_integral_v<Int>>>
+  void Value(bool b) {
+    NextItem();
+    *out_ += b ? "true" : "false";  // Python's json.dumps spelling
+  }
+  template <typename Int,
+            typename = std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>>>
   void Value(Int v) {
     NextItem();
     *out_ += std::to_string(v);
