@@ -263,12 +263,14 @@ std::optional<CategoryId> RuleSet::category_index(std::string_view category) con
   return static_cast<CategoryId>(it - categories_.begin());
 }
 
+bool RuleSet::NamesBuiltin(std::string_view name_or_path) {
+  return name_or_path.find('/') == std::string::npos &&
+         name_or_path.find(".yaml") == std::string::npos &&
+         name_or_path.find(".yml") == std::string::npos;
+}
+
 absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::Load(const std::string& name_or_path) {
-  if (name_or_path.find('/') == std::string::npos &&
-      name_or_path.find(".yaml") == std::string::npos &&
-      name_or_path.find(".yml") == std::string::npos) {
-    return LoadBuiltin(name_or_path);
-  }
+  if (NamesBuiltin(name_or_path)) return LoadBuiltin(name_or_path);
   std::ifstream in(name_or_path);
   if (!in) return absl::NotFoundError(StrCat(name_or_path, ": cannot open rule file"));
   std::stringstream text;
@@ -310,8 +312,8 @@ class RuleSet::FileReader {
     if (root["description"]) set_->description_ = root["description"].as<std::string>();
     caseless_ = root["caseless"] ? root["caseless"].as<bool>() : true;
     if (!root["extends"]) return absl::OkStatus();
-    absl::StatusOr<std::shared_ptr<const RuleSet>> base =
-        LoadBuiltin(root["extends"].as<std::string>());
+    set_->extends_ = root["extends"].as<std::string>();
+    absl::StatusOr<std::shared_ptr<const RuleSet>> base = LoadBuiltin(set_->extends_);
     if (!base.ok()) return err_.At(root["extends"], std::string(base.status().message()));
     base_ = *base;
     set_->categories_ = base_->categories_;

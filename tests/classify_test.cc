@@ -115,6 +115,16 @@ rules:
   EXPECT_EQ(CategoryOf(*c, "void vllm::rms_norm_kernel<c10::BFloat16>"), "RMSNorm");
   EXPECT_EQ(CategoryOf(*c, "Cijk_Alik_Bljk"), "GEMM");  // base rules still apply
   EXPECT_EQ(c->rule_set().categories().front(), "GEMM");
+  EXPECT_EQ(c->rule_set().extends(), "wafer-kernel");
+  EXPECT_EQ(FromText("rules: []\n")->rule_set().extends(), "");
+}
+
+TEST(RuleFiles, BuiltinNamesAreThoseWithoutAPathOrYamlSuffix) {
+  EXPECT_TRUE(RuleSet::NamesBuiltin("tracefuse"));
+  EXPECT_TRUE(RuleSet::NamesBuiltin("nosuchset"));  // a built-in name, unknown: Load() says so
+  EXPECT_FALSE(RuleSet::NamesBuiltin("mine.yaml"));
+  EXPECT_FALSE(RuleSet::NamesBuiltin("rules/mine"));
+  EXPECT_FALSE(RuleSet::NamesBuiltin("mine.yml"));
 }
 
 TEST(Words, BoundariesSplitIdentifiersAtCaseChangesAndNonLetters) {

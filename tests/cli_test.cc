@@ -323,6 +323,34 @@ TEST(BreakdownCli, MarksKernelsClassifiedByFallbackRules) {
             std::string::npos);
 }
 
+TEST(BreakdownCli, SuggestWritesARuleFileThatClassifiesTheUnclassified) {
+  testing::TempDir dir;
+  std::string trace = dir.path() + "/t.json";
+  ASSERT_EQ(RunCommand(std::string(TRACEFUSE_GEN) + " --platform nvidia --steps 10 -o " + trace)
+                .exit_code,
+            0);
+  const std::string breakdown = std::string(TRACEFUSE_BINARY) + " breakdown " + trace;
+  std::string rules = dir.path() + "/suggested.yaml";
+  RunResult r = RunCommand(breakdown + " --ruleset wafer-kernel --suggest -o " + rules);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  r = RunCommand(std::string(TRACEFUSE_BINARY) + " rules --check --ruleset " + rules);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = RunCommand(breakdown + " --format json --ruleset " + rules);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["unclassified"].empty()) << r.out;
+
+  // The breakdown's other formats are not rule files: a usage error, before the trace is read.
+  for (const std::string format : {"json", "csv"}) {
+    r = RunCommand(breakdown + "-missing --suggest --format " + format);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "tracefuse: error: --suggest writes a rule file (YAML), not --format " +
+                         format + "\n");
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 TEST(Cli, ReadsPlainAndGzipTracesFromAPipe) {
   testing::TempDir dir;
   std::string trace = dir.path() + "/t.json";

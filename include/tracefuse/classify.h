@@ -101,10 +101,15 @@ class RuleSet {
                                                                  const std::string& source);
   // A built-in set by name, or a rule file by path.
   static absl::StatusOr<std::shared_ptr<const RuleSet>> Load(const std::string& name_or_path);
+  // NamesBuiltin() tells whether Load() takes `name_or_path` for a built-in set's name (no '/',
+  // no .yaml or .yml) rather than for a rule file's path.
+  static bool NamesBuiltin(std::string_view name_or_path);
   static std::vector<std::string> BuiltinNames();
 
   const std::string& name() const { return name_; }
   const std::string& description() const { return description_; }
+  // extends() is the built-in set this one extends (its `extends` key), "" when none.
+  const std::string& extends() const { return extends_; }
   const std::vector<Rule>& rules() const { return rules_; }
   // default_rule() gives the category (and pattern) of names that no rule matches.
   const Rule& default_rule() const { return default_rule_; }
@@ -119,6 +124,7 @@ class RuleSet {
 
   std::string name_;
   std::string description_;
+  std::string extends_;
   std::vector<Rule> rules_;
   Rule default_rule_;
   std::vector<std::string> categories_;

@@ -1,22 +1,38 @@
 #include "command.h"
 #include "tracefuse/report/breakdown.h"
 #include "tracefuse/report/output_file.h"
+#include "tracefuse/report/suggest.h"
 
 namespace tracefuse::cli {
 namespace {
 
 struct BreakdownArgs : OneTraceArgs {
   size_t top = 5;
+  bool suggest = false;
+  const CLI::Option* top_option = nullptr;  // whether --top was given: --suggest's own default
 };
 
 int RunBreakdown(const BreakdownArgs& a) {
+  if (a.suggest && a.format != "text") {
+    return Fail(absl::InvalidArgumentError(
+                    StrCat("--suggest writes a rule file (YAML), not --format ", a.format)),
+                kExitUsage);
+  }
   int exit_code = kExitOk;
   std::optional<TraceProfile> profile = ProfileOne(a.trace, a.ruleset, a.threads, &exit_code);
   if (!profile) return exit_code;
   const TraceProfile& p = *profile;
-  std::string out = a.format == "json"  ? BreakdownJson(p, a.top)
-                    : a.format == "csv" ? BreakdownCsv(p, a.top)
-                                        : BreakdownText(p, a.top);
+  std::string out;
+  if (a.suggest) {
+    SuggestOptions options;
+    options.families = a.top_option->count() > 0 ? a.top : kDefaultSuggestedFamilies;
+    options.ruleset = a.ruleset;
+    out = SuggestRulesYaml(p, options);
+  } else {
+    out = a.format == "json"  ? BreakdownJson(p, a.top)
+          : a.format == "csv" ? BreakdownCsv(p, a.top)
+                              : BreakdownText(p, a.top);
+  }
   absl::Status written = WriteOutput(a.output, out);
   return written.ok() ? kExitOk : Fail(written, kExitIo);
 }
@@ -26,9 +42,14 @@ CLI::App* Declare(CLI::App* app, BreakdownArgs* a) {
                                      "Kernel time per category, the top kernels of each, and the "
                                      "top unclassified kernels of one trace",
                                      {"text", "json", "csv"}, a);
-  cmd->add_option("--top", a->top, "kernels listed per category")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  a->top_option = cmd->add_option("--top", a->top,
+                                  "kernels listed per category; with --suggest, the most rules "
+                                  "suggested (default 10)")
+                      ->check(CLI::PositiveNumber)
+                      ->capture_default_str();
+  cmd->add_flag("--suggest", a->suggest,
+                "instead of the breakdown, write a starter rule file (YAML) with one rule per "
+                "family of similar unclassified kernel names, by time");
   return cmd;
 }
 
