@@ -59,8 +59,8 @@ void ExpectSuggestionHolds(const TraceProfile& p, const Suggestion& s, const std
     names += f.names.size();
     time_ns += f.time_ns;
   }
-  EXPECT_EQ(names + s.left_names, s.unclassified_names) << p.path;
-  EXPECT_EQ(time_ns + s.left_ns, s.unclassified_ns) << p.path;
+  EXPECT_EQ(names + s.left.names, s.unclassified.names) << p.path;
+  EXPECT_EQ(time_ns + s.left.time_ns, s.unclassified.time_ns) << p.path;
   for (uint32_t n = 0; n < p.names.size(); ++n) {
     const std::string before = p.category_name(p.category_of_name(n));
     const std::string after = CategoryOf(**c, p.names[n], p.platform);
@@ -91,9 +91,9 @@ TEST(Suggest, EveryRealTraceGetsRulesThatMoveOnlyTheirFamilies) {
         SCOPED_TRACE(p.path + " --ruleset " + ruleset + " --top " + std::to_string(families));
         const Suggestion s = SuggestFamilies(p, families);
         EXPECT_LE(s.families.size(), families);
-        EXPECT_GT(s.unclassified_names, 0u);
+        EXPECT_GT(s.unclassified.names, 0u);
         if (families == 1000) {
-          EXPECT_EQ(s.left_names, 0u);
+          EXPECT_EQ(s.left.names, 0u);
         }
         const std::string yaml = SuggestRulesYaml(p, {families, ruleset});
         ExpectSuggestionHolds(p, s, ruleset == "wafer-kernel" ? yaml : Merged(yaml));
@@ -182,7 +182,7 @@ TEST(Suggest, NothingUnclassifiedIsAValidFileWithoutRules) {
   p.path = "t.json";
   const Suggestion s = SuggestFamilies(p, 10);
   EXPECT_TRUE(s.families.empty());
-  EXPECT_EQ(s.unclassified_names, 0u);
+  EXPECT_EQ(s.unclassified.names, 0u);
   const std::string yaml = SuggestRulesYaml(p, {10, "gemm_only.yaml"});
   EXPECT_EQ(yaml,
             "# Rule set gemm_only.yaml leaves no kernel of t.json in its default category, Other: "

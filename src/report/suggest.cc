@@ -460,13 +460,11 @@ void FamilyFinder::NameCategory(const Candidate& c, SuggestedFamily* f) {
 Suggestion FamilyFinder::Find(size_t max_families) {
   Suggestion s;
   for (const Name& n : names_) {
-    ++s.unclassified_names;
-    s.unclassified_kernels += p_.name_kernels[n.id];
-    s.unclassified_ns += p_.name_time_ns[n.id];
+    ++s.unclassified.names;
+    s.unclassified.kernels += p_.name_kernels[n.id];
+    s.unclassified.time_ns += p_.name_time_ns[n.id];
   }
-  s.left_names = s.unclassified_names;
-  s.left_kernels = s.unclassified_kernels;
-  s.left_ns = s.unclassified_ns;
+  s.left = s.unclassified;
   while (s.families.size() < max_families) {
     std::optional<Candidate> best = Best();
     if (!best) break;
@@ -481,9 +479,9 @@ Suggestion FamilyFinder::Find(size_t max_families) {
       f.kernels += p_.name_kernels[names_[i].id];
       f.time_ns += p_.name_time_ns[names_[i].id];
     }
-    s.left_names -= f.names.size();
-    s.left_kernels -= f.kernels;
-    s.left_ns -= f.time_ns;
+    s.left.names -= f.names.size();
+    s.left.kernels -= f.kernels;
+    s.left.time_ns -= f.time_ns;
     s.families.push_back(std::move(f));
   }
   return s;
@@ -583,7 +581,7 @@ std::string NamesText(uint64_t names) {
 std::string Summary(const TraceProfile& p, const SuggestOptions& o, const Suggestion& s) {
   const std::string& other = p.classifier->rule_set().default_rule().category;
   const int64_t total = KernelTimeNs(p);
-  if (s.unclassified_names == 0) {
+  if (s.unclassified.names == 0) {
     return StrCat("Rule set ", o.ruleset, " leaves no kernel of ", p.path,
                   " in its default category, ", other,
                   ": there is nothing to suggest, and this file adds no rule.");
@@ -591,22 +589,22 @@ std::string Summary(const TraceProfile& p, const SuggestOptions& o, const Sugges
   std::string text = fmt::format(
       "Rules suggested by `tracefuse breakdown --suggest` for {}: rule set {} leaves {} in its "
       "default category, {} ({} kernels, {} of kernel time).",
-      p.path, o.ruleset, NamesText(s.unclassified_names), other, Thousands(s.unclassified_kernels),
-      Percent(s.unclassified_ns, total));
+      p.path, o.ruleset, NamesText(s.unclassified.names), other, Thousands(s.unclassified.kernels),
+      Percent(s.unclassified.time_ns, total));
   if (!s.families.empty()) {
-    const uint64_t covered = s.unclassified_names - s.left_names;
+    const uint64_t covered = s.unclassified.names - s.left.names;
     text += fmt::format(" The {} below cover{} {}.",
                         s.families.size() == 1 ? "rule" : StrCat(s.families.size(), " rules"),
                         s.families.size() == 1 ? "s" : "",
-                        s.left_names > 0
+                        s.left.names > 0
                             ? fmt::format("{} of them ({} of kernel time)", Thousands(covered),
-                                          Percent(s.unclassified_ns - s.left_ns, total))
+                                          Percent(s.unclassified.time_ns - s.left.time_ns, total))
                         : covered == 1 ? "it"
                                        : "them all");
   }
-  if (s.left_names == 0) return text;
-  const std::string left =
-      fmt::format(" {} ({} of kernel time) ", NamesText(s.left_names), Percent(s.left_ns, total));
+  if (s.left.names == 0) return text;
+  const std::string left = fmt::format(" {} ({} of kernel time) ", NamesText(s.left.names),
+                                       Percent(s.left.time_ns, total));
   if (s.families.size() == s.max_families) {
     return StrCat(text, left,
                   s.max_families < o.families

@@ -38,13 +38,14 @@ struct Suggestion {
   // The most families looked for: as asked, or fewer where the rule set's categories leave no
   // more room (kMaxCategories in all).
   size_t max_families = 0;
-  // The unclassified kernels (the rule set's default category), and those no family holds.
-  uint64_t unclassified_names = 0;
-  uint64_t unclassified_kernels = 0;
-  int64_t unclassified_ns = 0;
-  uint64_t left_names = 0;
-  uint64_t left_kernels = 0;
-  int64_t left_ns = 0;
+  // NameTotals counts distinct names, their kernels and their time.
+  struct NameTotals {
+    uint64_t names = 0;
+    uint64_t kernels = 0;
+    int64_t time_ns = 0;
+  };
+  NameTotals unclassified;  // in the rule set's default category
+  NameTotals left;          // of those, in no family
 };
 
 // SuggestFamilies() groups the unclassified names of `profile` into at most `max_families`
