@@ -174,8 +174,10 @@ absl::StatusOr<BenchmarkNames> ReadBenchmarkNames(const std::vector<std::string>
   }
   // Traces stream together, sharing the threads; names files are read as they come, each
   // input's names then joining in the inputs' order.
+  PipelineOptions reading = options;
+  reading.keep_kernel_records = false;  // names are all it needs
   absl::StatusOr<std::vector<TraceProfile>> profiles =
-      ProfileTraces(traces, std::move(classifier), options);
+      ProfileTraces(traces, std::move(classifier), reading);
   if (!profiles.ok()) return profiles.status();
   size_t next_trace = 0;
   for (BenchmarkInput& input : out.inputs) {

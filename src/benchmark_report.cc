@@ -71,17 +71,15 @@ void AppendHeader(const ClassificationBenchmark& b, std::string* out) {
   fmt::format_to(to, "tracefuse {} bench classify, {}, on {} ({}, {} logical cores)\n",
                  b.tracefuse_version, b.date, b.machine.hostname, b.machine.cpu_model,
                  b.machine.logical_cores);
-  fmt::format_to(to, "{} input{}: {} distinct names, {} bytes of names\n", b.names.inputs.size(),
+  fmt::format_to(to, "{} input{}: {} distinct name{}, {} bytes of names\n", b.names.inputs.size(),
                  b.names.inputs.size() == 1 ? "" : "s", Thousands(b.names.names.size()),
-                 Thousands(b.names.name_bytes));
+                 b.names.names.size() == 1 ? "" : "s", Thousands(b.names.name_bytes));
   for (const BenchmarkInput& input : b.names.inputs) {
     fmt::format_to(to, "  {:<5}  {:<7}  {:>7} names  {:>13} bytes  {}\n",
                    NamesInputKindName(input.kind), PlatformName(input.platform),
                    Thousands(input.names), Thousands(input.bytes), input.path);
   }
-  fmt::format_to(to,
-                 "Names (and MB of names) per second: the median of {} repetitions (min-max), "
-                 "each at least {} s of passes over the names.\n",
+  fmt::format_to(to, "Figures: median (min-max) of {} repetitions of at least {} s each.\n",
                  b.repetitions, b.min_seconds);
 }
 
@@ -127,9 +125,11 @@ std::string ClassificationBenchmarkText(const ClassificationBenchmark& b) {
         m.method == ClassifyMethod::kSubstring || substring <= 0
             ? ""
             : fmt::format("{}x", Figure(m.names_per_second.median / substring, 1));
-    fmt::format_to(to, "{:>7}  {:<9}  {:>26}  {:>22}  {:>12}\n", m.threads,
-                   ClassifyMethodName(m.method), SpreadText(m.names_per_second, true),
-                   SpreadText(m.mb_per_second, false), ratio);
+    std::string row = fmt::format(
+        "{:>7}  {:<9}  {:>26}  {:>22}  {:>12}", m.threads, ClassifyMethodName(m.method),
+        SpreadText(m.names_per_second, true), SpreadText(m.mb_per_second, false), ratio);
+    row.erase(row.find_last_not_of(' ') + 1);  // the baseline's row has no ratio
+    out += row + "\n";
   }
   return out;
 }

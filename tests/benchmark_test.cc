@@ -229,7 +229,7 @@ TEST(BenchCommand, TextHasOneRowPerThreadCountAndMethod) {
   RunResult r =
       RunCommand(Bin() + " bench classify --repetitions 1 --threads 1 --ruleset wafer-op " + names);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("1 input: 1 distinct names, 14 bytes of names\n"), std::string::npos)
+  EXPECT_NE(r.out.find("1 input: 1 distinct name, 14 bytes of names\n"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("\nrule set wafer-op: Hyperscan database of "), std::string::npos) << r.out;
   for (const char* method :
@@ -251,6 +251,7 @@ TEST(BenchCommand, ErrorsAreOneLineWithTheirExitCode) {
       "quoted.yaml", "name: quoted\nrules:\n  - {category: Dotted, regex: \"\\\\Qa.b\\\\E\"}\n");
   std::string dotted = dir.File("dotted.txt", "axb\na.b\n");
   std::string rocprof = dir.File("r.json", "{\"rocprofiler-sdk-tool\": []}");
+  std::string names_alike = dir.File("alike.yaml", "name: tracefuse\nrules: []\n");
   const std::string missing = dir.path() + "/missing.txt";
   const ErrorCase cases[] = {
       {"bench", 2, "A subcommand is required (run 'tracefuse bench --help')"},
@@ -258,6 +259,9 @@ TEST(BenchCommand, ErrorsAreOneLineWithTheirExitCode) {
       {"bench classify " + missing, 3, missing + ": No such file or directory"},
       {"bench classify --ruleset nosuchset " + names, 2,
        "unknown rule set 'nosuchset' (built-in sets: tracefuse, wafer-kernel, wafer-op)"},
+      {"bench classify --ruleset tracefuse --ruleset " + names_alike + " " + names, 2,
+       "--ruleset tracefuse and " + names_alike +
+           " are both named 'tracefuse': the results would not tell them apart"},
       {"bench classify --threads 0 " + names, 2,
        "--threads: '0' is not a whole number from 1 to 1024 (run 'tracefuse bench classify "
        "--help')"},

@@ -37,19 +37,26 @@ CLI::Validator CountFrom1To(int max) {
 
 // LoadRuleSets() loads each rule set once, compiling it once too so that one that Hyperscan
 // rejects is a usage error before anything is read; `reader` is the first one's classifier, for
-// streaming the traces.
-std::optional<int> LoadRuleSets(const std::vector<std::string>& names,
+// streaming the traces. Two sets of one name are an error too: results name their set.
+std::optional<int> LoadRuleSets(const std::vector<std::string>& args,
                                 std::vector<std::shared_ptr<const RuleSet>>* rule_sets,
                                 std::shared_ptr<const Classifier>* reader) {
   std::vector<std::string> loaded;
-  for (const std::string& name : names) {
-    if (std::find(loaded.begin(), loaded.end(), name) != loaded.end()) continue;
-    loaded.push_back(name);
-    absl::StatusOr<std::shared_ptr<const RuleSet>> rules = RuleSet::Load(name);
+  for (const std::string& arg : args) {
+    if (std::find(loaded.begin(), loaded.end(), arg) != loaded.end()) continue;
+    absl::StatusOr<std::shared_ptr<const RuleSet>> rules = RuleSet::Load(arg);
     if (!rules.ok()) return Fail(rules.status(), kExitUsage);
     absl::StatusOr<std::shared_ptr<const Classifier>> classifier = Classifier::Create(*rules);
     if (!classifier.ok()) return Fail(classifier.status(), kExitUsage);
+    for (size_t i = 0; i < rule_sets->size(); ++i) {
+      if ((*rule_sets)[i]->name() != (**rules).name()) continue;
+      return Fail(absl::InvalidArgumentError(StrCat("--ruleset ", loaded[i], " and ", arg,
+                                                    " are both named '", (**rules).name(),
+                                                    "': the results would not tell them apart")),
+                  kExitUsage);
+    }
     if (*reader == nullptr) *reader = *classifier;
+    loaded.push_back(arg);
     rule_sets->push_back(*rules);
   }
   return std::nullopt;
