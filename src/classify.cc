@@ -3,7 +3,10 @@
 #include <hs/hs.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <sstream>
 
 #include "absl/container/flat_hash_map.h"
@@ -697,6 +700,12 @@ void CachedClassifier::ClassifyNames(const ParsedChunk& chunk, std::vector<RuleI
   for (size_t i = 0; i < chunk.name_count(); ++i) (*rules)[i] = Classify(chunk.name(i));
 }
 
+size_t Classifier::database_bytes() const {
+  size_t bytes = 0;
+  if (impl_->db != nullptr && hs_database_size(impl_->db, &bytes) != HS_SUCCESS) return 0;
+  return bytes;
+}
+
 std::string Classifier::Pattern(RuleId id, std::string_view name) const {
   const std::string& tmpl =
       id < rules_->rules().size() ? rules_->rules()[id].pattern : rules_->default_rule().pattern;
@@ -721,6 +730,94 @@ std::string Classifier::Pattern(RuleId id, std::string_view name) const {
   }
   out.append(tmpl, i, std::string::npos);
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SubstringClassifier
+
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string l(s);
+  for (char& ch : l) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return l;
+}
+
+}  // namespace
+
+// Impl holds what is prepared up front, per predicate: its literal (lowered when caseless) or
+// its compiled regex. Looked up by the predicate's address, as a hand-written classifier keeping
+// its own tables would.
+struct SubstringClassifier::Impl {
+  std::map<const Predicate*, std::string> literal;
+  std::map<const Predicate*, std::regex> regex;
+
+  bool Eval(const Predicate& p, std::string_view name, std::string_view lower,
+            Platform platform) const {
+    const std::string_view hay = p.caseless ? lower : name;
+    switch (p.kind) {
+      case Predicate::Kind::kContains:
+        return hay.find(literal.at(&p)) != std::string_view::npos;
+      case Predicate::Kind::kPrefix:
+        return hay.compare(0, literal.at(&p).size(), literal.at(&p)) == 0;
+      case Predicate::Kind::kRegex:
+        return std::regex_search(name.begin(), name.end(), regex.at(&p));
+      case Predicate::Kind::kWord:
+        return ContainsWord(name, p.text);
+      case Predicate::Kind::kPlatform:
+        return p.platform == platform;
+      case Predicate::Kind::kNot:
+        return !Eval(p.children[0], name, lower, platform);
+      case Predicate::Kind::kAll:
+        return std::all_of(p.children.begin(), p.children.end(),
+                           [&](const Predicate& c) { return Eval(c, name, lower, platform); });
+      case Predicate::Kind::kAny:
+        return std::any_of(p.children.begin(), p.children.end(),
+                           [&](const Predicate& c) { return Eval(c, name, lower, platform); });
+    }
+    return false;
+  }
+};
+
+SubstringClassifier::SubstringClassifier(std::shared_ptr<const RuleSet> rules)
+    : rules_(std::move(rules)), impl_(std::make_unique<Impl>()) {}
+SubstringClassifier::~SubstringClassifier() = default;
+
+absl::StatusOr<std::shared_ptr<const SubstringClassifier>> SubstringClassifier::Create(
+    std::shared_ptr<const RuleSet> rules) {
+  std::shared_ptr<SubstringClassifier> c(new SubstringClassifier(std::move(rules)));
+  std::vector<const Predicate*> stack;
+  for (const Rule& r : c->rules_->rules()) stack.push_back(&r.when);
+  while (!stack.empty()) {
+    const Predicate* p = stack.back();
+    stack.pop_back();
+    for (const Predicate& child : p->children) stack.push_back(&child);
+    if (p->kind == Predicate::Kind::kContains || p->kind == Predicate::Kind::kPrefix) {
+      c->impl_->literal[p] = p->caseless ? Lower(p->text) : p->text;
+    }
+    if (p->kind != Predicate::Kind::kRegex) continue;
+    const std::regex::flag_type flags =
+        p->caseless ? std::regex::ECMAScript | std::regex::icase : std::regex::ECMAScript;
+    try {
+      c->impl_->regex.emplace(p, std::regex(p->text, flags));
+    } catch (const std::regex_error& e) {
+      return absl::InvalidArgumentError(
+          StrCat("rule set '", c->rules_->name(), "', line ", p->line, ": regex '", p->text,
+                 "' is not one std::regex (ECMAScript) compiles, which the substring baseline "
+                 "needs: ",
+                 e.what()));
+    }
+  }
+  return std::shared_ptr<const SubstringClassifier>(std::move(c));
+}
+
+RuleId SubstringClassifier::Classify(std::string_view name, Platform platform) const {
+  const std::string lower = Lower(name);
+  const std::vector<Rule>& rules = rules_->rules();
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (impl_->Eval(rules[i].when, name, lower, platform)) return static_cast<RuleId>(i);
+  }
+  return static_cast<RuleId>(rules.size());
 }
 
 }  // namespace tracefuse

@@ -191,6 +191,108 @@ rules:
   EXPECT_EQ(CategoryOf(*c, "radix_sort", Platform::kUnknown), "Sort");
 }
 
+constexpr Platform kPlatforms[] = {Platform::kUnknown, Platform::kAmd, Platform::kNvidia};
+
+// The substring baseline is a second implementation of the rules: it must pick Classifier's rule
+// for every golden name, on every platform, under every built-in set.
+TEST(SubstringClassifier, AgreesWithClassifierOnEveryGoldenName) {
+  TRACEFUSE_REQUIRE_SHARED();
+  std::vector<std::string> names;
+  std::ifstream in(testing::SharedDir() + "/golden/classify/kernel_names.jsonl");
+  simdjson::dom::parser parser;
+  std::string line;
+  while (std::getline(in, line)) {
+    simdjson::dom::element row = parser.parse(simdjson::padded_string(line)).value();
+    names.emplace_back(std::string_view(row["name"].get_string().value()));
+  }
+  ASSERT_GT(names.size(), 400u);
+  for (const std::string& set : RuleSet::BuiltinNames()) {
+    auto rules = *RuleSet::Load(set);
+    auto hyperscan = *Classifier::Create(rules);
+    auto baseline = SubstringClassifier::Create(rules);
+    ASSERT_TRUE(baseline.ok()) << baseline.status();
+    for (const std::string& name : names) {
+      for (Platform p : kPlatforms) {
+        EXPECT_EQ((*baseline)->Classify(name, p), hyperscan->Classify(name, p))
+            << set << " " << PlatformName(p) << " " << name;
+      }
+    }
+  }
+}
+
+// Names that make each kind of predicate decide: contains, prefix (both cases), regex (caseless
+// and not), words, all, any, not and platform.
+TEST(SubstringClassifier, AgreesWithClassifierOnEveryPredicateKind) {
+  auto rules = RuleSet::FromYaml(R"(
+name: kinds
+categories: [Contains, Prefix, PrefixCased, Regex, RegexCased, Words, All, Any, Not, Platform]
+rules:
+  - {category: Platform, all: [{platform: nvidia}, nvjet]}
+  - {category: Contains, contains: gemm}
+  - {category: PrefixCased, prefix: Cijk_, case: sensitive}
+  - {category: Prefix, prefix: "void at::"}
+  - {category: Regex, regex: "sm[0-9]+_xmma"}
+  - {category: RegexCased, regex: "^Fmha[A-Z]", case: sensitive}
+  - {category: Words, words: [conv, pool]}
+  - {category: All, all: [flash, fwd]}
+  - {category: Any, any: [nccl, {regex: "rccl[0-9]"}]}
+  - {category: Not, all: [norm, {not: layer}]}
+)",
+                                 "kinds.yaml");
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  auto hyperscan = *Classifier::Create(*rules);
+  auto baseline = SubstringClassifier::Create(*rules);
+  ASSERT_TRUE(baseline.ok()) << baseline.status();
+  const std::pair<const char*, const char*> cases[] = {
+      {"nvjet_tst_128x64", "Platform"},  // on NVIDIA; Other elsewhere
+      {"cutlass_GEMM_relu", "Contains"},
+      {"Cijk_Ailk_Bljk", "PrefixCased"},
+      {"cijk_ailk", "Other"},
+      {"VOID AT::native::copy", "Prefix"},
+      {"x void at::", "Other"},
+      {"SM90_XMMA_fprop", "Regex"},
+      {"FmhaSm100Kernel", "RegexCased"},
+      {"fmhaSm100Kernel", "Other"},
+      {"miopenSp3AsmConv_v21", "Words"},
+      {"AdaptivePool2d", "Words"},
+      {"convert_kernel", "Other"},
+      {"flash_fwd_kernel", "All"},
+      {"flash_bwd_kernel", "Other"},
+      {"ncclDevKernel_AllReduce", "Any"},
+      {"RCCL2_kernel", "Any"},
+      {"rcclgeneric", "Other"},
+      {"rms_norm_kernel", "Not"},
+      {"layer_norm_kernel", "Other"},
+      {"", "Other"},
+  };
+  for (const auto& [name, category] : cases) {
+    for (Platform p : kPlatforms) {
+      RuleId id = hyperscan->Classify(name, p);
+      EXPECT_EQ((*baseline)->Classify(name, p), id) << name << " " << PlatformName(p);
+      std::string expected = category;
+      if (expected == "Platform" && p != Platform::kNvidia) expected = "Other";
+      EXPECT_EQ(hyperscan->category_name(hyperscan->category_of(id)), expected) << name;
+    }
+  }
+}
+
+TEST(SubstringClassifier, ARegexThatStdRegexCannotCompileIsAnError) {
+  auto rules =
+      RuleSet::FromYaml("name: pcre\nrules:\n  - {category: X, regex: \"(?i)abc\"}\n", "pcre.yaml");
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  auto baseline = SubstringClassifier::Create(*rules);
+  ASSERT_FALSE(baseline.ok());
+  EXPECT_EQ(baseline.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(baseline.status().message()).substr(0, 62),
+            "rule set 'pcre', line 3: regex '(?i)abc' is not one std::regex");
+}
+
+TEST(Classifier, ReportsTheSizeOfItsDatabase) {
+  auto c = Make("tracefuse");
+  EXPECT_GT(c->database_bytes(), 1000u);
+  EXPECT_EQ(FromText("rules:\n  - {category: A, platform: amd}\n")->database_bytes(), 0u);
+}
+
 struct BadFile {
   const char* yaml;
   const char* message;

@@ -150,6 +150,9 @@ class Classifier {
   }
   // The rule's pattern label for `name` ("" when the rule has none).
   std::string Pattern(RuleId id, std::string_view name) const;
+  // database_bytes() is the size of the compiled Hyperscan database (hs_database_size), 0 for a
+  // rule set without literals or regexes: what `tracefuse bench classify` reports.
+  size_t database_bytes() const;
 
  private:
   struct Impl;
@@ -183,6 +186,32 @@ class CachedClassifier {
 
 // The first `n` code points of UTF-8 `s` (Python's s[:n]).
 std::string_view Utf8Prefix(std::string_view s, size_t n);
+
+// SubstringClassifier evaluates a rule set's rules one at a time, predicate by predicate, the way
+// a hand-written classifier (and the Python reference) does: literals with std::string::find in
+// a lowercased copy of the name, regexes with std::regex, words with ContainsWord(); literals
+// are lowered and regexes compiled once, up front, each name lowered once per call. It is the
+// yardstick against which `tracefuse bench classify` and bench/bench_classify measure
+// Classifier, and, being a second implementation of the same rules, a check of it: both give
+// the same rule for every name and platform (tested on every golden name). Thread-safe.
+class SubstringClassifier {
+ public:
+  // Fails (InvalidArgument, naming the rule set and the regex's line) for a regex that Hyperscan
+  // accepts but std::regex (ECMAScript) does not, such as "(?i)x".
+  static absl::StatusOr<std::shared_ptr<const SubstringClassifier>> Create(
+      std::shared_ptr<const RuleSet> rules);
+  ~SubstringClassifier();
+
+  RuleId Classify(std::string_view name, Platform platform) const;
+
+  const RuleSet& rule_set() const { return *rules_; }
+
+ private:
+  struct Impl;
+  explicit SubstringClassifier(std::shared_ptr<const RuleSet> rules);
+  std::shared_ptr<const RuleSet> rules_;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace tracefuse
 

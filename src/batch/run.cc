@@ -1,18 +1,17 @@
 #include "tracefuse/batch/run.h"
 
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <limits>
 
 #include "tracefuse/batch/summary.h"
 #include "tracefuse/exit_code.h"
+#include "tracefuse/host.h"
 #include "tracefuse/interrupt.h"
 #include "tracefuse/report/json.h"
 #include "tracefuse/report/output_file.h"
@@ -30,21 +29,6 @@ std::optional<std::string> Env(const char* name) {
 }
 
 Json OptionalJson(const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); }
-
-std::string UtcNow() {
-  std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buf;
-}
-
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "";
-  return buf;
-}
 
 uint64_t PeakRssBytes() {
   struct rusage usage {};

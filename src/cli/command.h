@@ -80,6 +80,7 @@ Command AddClassifyCommand(CLI::App* app);
 Command AddPairsCommand(CLI::App* app);
 Command AddBatchCommand(CLI::App* app);
 Command AddMergeCommand(CLI::App* app);
+Command AddBenchCommand(CLI::App* app);
 
 }  // namespace tracefuse::cli
 

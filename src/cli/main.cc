@@ -23,8 +23,13 @@ std::optional<int> ParseCommandLine(CLI::App* app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app->exit(e);
   } catch (const CLI::ParseError& e) {
+    // The command as far as it was parsed, nested subcommands included ("tracefuse bench
+    // classify").
     std::string command = "tracefuse";
-    for (const CLI::App* sub : app->get_subcommands()) command += " " + sub->get_name();
+    for (const CLI::App* at = app; !at->get_subcommands().empty();) {
+      at = at->get_subcommands().front();
+      command += " " + at->get_name();
+    }
     std::fprintf(stderr, "tracefuse: error: %s (run '%s --help')\n", e.what(), command.c_str());
     return kExitUsage;
   }
@@ -40,10 +45,10 @@ int Main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 success, 1 malformed or unsupported trace, 2 usage error, 3 I/O error, "
       "143 / 130 stopped by SIGTERM / SIGINT.");
-  const std::vector<Command> commands = {AddStatsCommand(&app),     AddCompareCommand(&app),
-                                         AddBreakdownCommand(&app), AddRulesCommand(&app),
-                                         AddClassifyCommand(&app),  AddPairsCommand(&app),
-                                         AddBatchCommand(&app),     AddMergeCommand(&app)};
+  const std::vector<Command> commands = {
+      AddStatsCommand(&app), AddCompareCommand(&app),  AddBreakdownCommand(&app),
+      AddRulesCommand(&app), AddClassifyCommand(&app), AddPairsCommand(&app),
+      AddBatchCommand(&app), AddMergeCommand(&app),    AddBenchCommand(&app)};
   if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return *exit_code;
   for (const Command& command : commands) {
     if (command.app->parsed()) return command.run();

@@ -1,0 +1,18 @@
+// Library tracefuse_base: where and when a run happens, for the records that say so (batch's
+// status files, the classification benchmark's report).
+#ifndef TRACEFUSE_HOST_H_
+#define TRACEFUSE_HOST_H_
+
+#include <string>
+
+namespace tracefuse {
+
+// HostName() is gethostname(), "" when it fails.
+std::string HostName();
+
+// UtcNow() is the current time, UTC, in ISO 8601 to the second ("2025-01-31T12:34:56Z").
+std::string UtcNow();
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_HOST_H_
