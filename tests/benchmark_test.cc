@@ -238,6 +238,20 @@ TEST(BenchCommand, TextHasOneRowPerThreadCountAndMethod) {
   }
 }
 
+// --ruleset and --threads take one value each time: the INPUTs after them stay inputs.
+TEST(BenchCommand, RepeatedOptionsLeaveTheInputsAfterThem) {
+  testing::TempDir dir;
+  std::string a = dir.File("a.txt", "Cijk_Ailk_Bljk\n");
+  std::string b = dir.File("b.txt", "nvjet_tst_128x64\n");
+  RunResult r = RunCommand(Bin() +
+                           " bench classify --repetitions 1 --ruleset wafer-op --ruleset tracefuse "
+                           "--threads 1 " +
+                           a + " " + b);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 inputs: 2 distinct names"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nrule set tracefuse: "), std::string::npos) << r.out;
+}
+
 struct ErrorCase {
   std::string args;
   int exit_code;

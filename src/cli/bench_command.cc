@@ -102,14 +102,17 @@ CLI::App* Declare(CLI::App* app, BenchClassifyArgs* a) {
                   "one per line; .jsonl: JSON strings or objects with a \"name\"); other names "
                   "are decided by content")
       ->required();
+  // One value per occurrence: a vector option would otherwise also take the INPUTs after it.
   cmd->add_option("--ruleset", a->rulesets, RulesHelp() + "; repeat for several")
       ->expected(1)
+      ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->capture_default_str();
   cmd->add_option("--threads", a->threads,
                   "thread counts, repeated or comma-separated (default: 1 and the hardware "
                   "concurrency)")
       ->expected(1)
+      ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->delimiter(',')
       ->check(CountFrom1To(kMaxThreads));
