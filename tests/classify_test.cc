@@ -179,6 +179,27 @@ rules:
   EXPECT_EQ(CategoryOf(*c, "FrobnicateKernel"), "MyFallback");
 }
 
+// Classify() evaluates only the rules of the patterns a name matched, and those true on no match:
+// rules made of `not` and `platform` must still apply, in rule order.
+TEST(RuleFiles, RulesTrueWithoutAnyMatchStillApply) {
+  auto c = FromText(R"(
+rules:
+  - {category: Bar, contains: bar}
+  - {category: Amd, all: [{platform: amd}, {not: foo}]}
+  - {category: NotFoo, not: foo}
+  - {category: Foo, any: [foo, {words: qux}]}
+)");
+  EXPECT_EQ(CategoryOf(*c, "foobar"), "Bar");
+  EXPECT_EQ(CategoryOf(*c, "xyz", Platform::kAmd), "Amd");
+  EXPECT_EQ(CategoryOf(*c, "xyz", Platform::kNvidia), "NotFoo");
+  EXPECT_EQ(CategoryOf(*c, "foo", Platform::kAmd), "Foo");
+  EXPECT_EQ(CategoryOf(*c, "a_foo_b"), "Foo");
+  for (int i = 0; i < 3; ++i) {  // a thread's state is reset between names
+    EXPECT_EQ(CategoryOf(*c, "foo"), "Foo");
+    EXPECT_EQ(CategoryOf(*c, "plain"), "NotFoo");
+  }
+}
+
 TEST(RuleFiles, PlatformPredicate) {
   auto c = FromText(R"(
 rules:
