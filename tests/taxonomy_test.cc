@@ -396,6 +396,28 @@ TEST(Taxonomy, DocumentedExamples) {
       {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(...)",
        "Elementwise"},
       {"SubTensorOpWithScalar1d", "MemCopy"},  // MIOpen SetTensor: a fill
+      // Names from public profiles that no rule was written for at first (issue 11's review).
+      {"void (anonymous namespace)::fast_hadamard_transform_kernel<...>(HadamardParamsBase)",
+       "Quantization"},  // not Optimizer: "adam" is inside "hadamard"
+      {"bmm_E2m1_E2m1E2m1_Fp32_t128x8x512u2_s3_et64x8_m64x8x64_cga1x1x1_16dp256b_rM_TN_transOut_"
+       "schPd2x1x2x3_bN_clmp_swiGlu_lbW4_lsfbW4_dynB_sm100f",
+       "MoE_GEMM"},
+      {"_rms_layernorm_forward", "RMSNorm"},  // Unsloth
+      {"post_reorder_deepgemm_triton_kernel", "MoE_Routing"},
+      {"void marlin::gptq_marlin_repack_kernel<256, 4, false, false>(...)", "Quantization"},
+      {"void kdequant_mm_int32_fp16<4, 512>(int*, float*, float*, __half*, __half*, int, int, int)",
+       "Quantization"},  // bitsandbytes
+      {"_quantized_linear_fp8_kernel", "GEMM"},
+      {"chunk_kda_fwd_kernel_intra_sub_chunk", "SSM"},  // Kimi Delta Attention (fla)
+      {"RNN_blockPersist_fp_LSTM_HMMA", "GEMM"},        // cuDNN's persistent RNN
+      {"void DSE::vector_fft<0, 1, 256, 16, 16, 1, float, float, float2>(...)", "Conv"},
+      {"_cce_lse_forward_kernel", "Reduce"},  // Apple's Cut Cross-Entropy
+      {"void beam_search<__half>(...)", "Sampling"},
+      {"tg_betac_alphaab", "GEMM"},  // MIOpenGEMM
+      {"void cudnn::ops::convertTensor_kernel<float, __half, float, (cudnnKernelDataType_t)0>(...)",
+       "MemCopy"},
+      {"void at::native::(anonymous namespace)::searchsorted_cuda_kernel<float, long>(...)",
+       "Sort"},  // as the reference says
       {"some_kernel_no_rule_knows", "Other"},
   };
   for (const auto& [name, category] : examples) EXPECT_EQ(CategoryOf(*c, name), category) << name;
