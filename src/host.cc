@@ -12,6 +12,12 @@ std::string HostName() {
   return buf;
 }
 
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 std::string UtcNow() {
   std::time_t now = std::time(nullptr);
   std::tm utc{};

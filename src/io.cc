@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "tracefuse/host.h"
 #include "tracefuse/interrupt.h"
 #include "tracefuse/strings.h"
 
@@ -188,7 +189,9 @@ class GzipSource : public ByteSource {
         inflateReset(&zs_);
         member_ended_ = false;
       }
+      const double cpu = ThreadCpuSeconds();
       int rc = inflate(&zs_, Z_NO_FLUSH);
+      inflate_cpu_seconds_ += ThreadCpuSeconds() - cpu;
       if (rc == Z_STREAM_END) {
         member_ended_ = true;
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
@@ -209,6 +212,7 @@ class GzipSource : public ByteSource {
   uint64_t file_bytes() const override { return inner_->file_bytes(); }
   uint64_t file_bytes_read() const override { return compressed_read(); }
   bool compressed() const override { return true; }
+  double inflate_cpu_seconds() const override { return inflate_cpu_seconds_; }
 
  private:
   size_t Produced(const char* buf) const {
@@ -223,6 +227,7 @@ class GzipSource : public ByteSource {
   uint64_t produced_ = 0;
   bool member_ended_ = false;
   bool done_ = false;
+  double inflate_cpu_seconds_ = 0;
 };
 
 }  // namespace

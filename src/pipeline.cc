@@ -16,6 +16,7 @@
 #include "oneapi/tbb/flow_graph.h"
 #include "oneapi/tbb/parallel_for.h"
 #include "oneapi/tbb/task_arena.h"
+#include "tracefuse/host.h"
 #include "tracefuse/io.h"
 #include "tracefuse/parse.h"
 #include "tracefuse/scan.h"
@@ -171,6 +172,10 @@ class ChunkSource {
   }
 
   uint64_t input_bytes() const { return splitter_.bytes_scanned(); }
+  // The serial front's CPU seconds: reading (less inflation), inflation, splitting.
+  double read_cpu_seconds() const { return read_and_inflate_cpu_ - inflate_cpu_seconds(); }
+  double inflate_cpu_seconds() const { return bytes_->inflate_cpu_seconds(); }
+  double split_cpu_seconds() const { return split_cpu_; }
   uint64_t file_bytes() const {
     return bytes_->compressed() ? bytes_->file_bytes_read() : splitter_.bytes_scanned();
   }
@@ -179,7 +184,10 @@ class ChunkSource {
  private:
   absl::Status ReadBlock() {
     Block block;
+    const double read_started = ThreadCpuSeconds();
     absl::StatusOr<bool> more = bytes_->Next(&block);
+    const double split_started = ThreadCpuSeconds();
+    read_and_inflate_cpu_ += split_started - read_started;
     if (!more.ok()) return more.status();
     produced_.clear();
     absl::Status st;
@@ -189,6 +197,7 @@ class ChunkSource {
       st = splitter_.Finish();
       done_ = true;
     }
+    split_cpu_ += ThreadCpuSeconds() - split_started;
     if (!st.ok()) return st;
     if (!platform_checked_ && splitter_.events_started()) DetectEarlyPlatform();
     for (EventChunk& c : produced_) pending_.push_back(std::move(c));
@@ -216,18 +225,28 @@ class ChunkSource {
   absl::Status status_;
   bool done_ = false;
   bool platform_checked_ = false;
+  double read_and_inflate_cpu_ = 0;
+  double split_cpu_ = 0;
   // Written by the source node before the first chunk leaves it; read by the parallel stage.
   std::atomic<Platform> classify_platform_{Platform::kUnknown};
 };
 
+int64_t Nanos(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
+
 // FinishProfile() completes a streamed trace: its metadata, the reducer's last step (platform
 // detection, re-classification if needed) and what was read.
 absl::StatusOr<TraceProfile> FinishProfile(const std::string& path, const ChunkSource& source,
-                                           TraceReducer* reducer,
+                                           TraceReducer* reducer, StageCpuSeconds cpu,
                                            std::chrono::steady_clock::time_point started) {
+  const double merge_started = ThreadCpuSeconds();
   absl::StatusOr<TraceMetadata> metadata = source.Metadata();
   if (!metadata.ok()) return metadata.status();
   TraceProfile profile = reducer->Finish(std::move(*metadata), source.classify_platform());
+  cpu.read = source.read_cpu_seconds();
+  cpu.inflate = source.inflate_cpu_seconds();
+  cpu.split = source.split_cpu_seconds();
+  cpu.merge = ThreadCpuSeconds() - merge_started;
+  profile.cpu_seconds = cpu;
   profile.path = path;
   profile.input_bytes = source.input_bytes();
   profile.file_bytes = source.file_bytes();
@@ -258,6 +277,8 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
   WorkPool pool;
   absl::Status reduce_error;
   std::atomic<bool> stop{false};
+  std::atomic<int64_t> parse_cpu_ns{0}, classify_cpu_ns{0};  // atomic<double> has no fetch_add
+  StageCpuSeconds cpu;  // the serial stages write theirs directly
 
   tbb::flow::graph g;
   tbb::flow::input_node<Work*> read_and_split(g, [&](tbb::flow_control& fc) -> Work* {
@@ -273,8 +294,14 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
   tbb::flow::function_node<Work*, Work*> parse_and_classify(
       g, tbb::flow::unlimited, [&](Work* w) -> Work* {
         if (!stop.load(std::memory_order_relaxed)) {
+          const double parse_started = ThreadCpuSeconds();
           w->status = Parsers().local().Parse(w->chunk, path, &w->parsed);
+          const double classify_started = ThreadCpuSeconds();
           if (w->status.ok()) classifiers.local().ClassifyNames(w->parsed, &w->name_rules);
+          parse_cpu_ns.fetch_add(Nanos(classify_started - parse_started),
+                                 std::memory_order_relaxed);
+          classify_cpu_ns.fetch_add(Nanos(ThreadCpuSeconds() - classify_started),
+                                    std::memory_order_relaxed);
         }
         w->chunk.pieces.clear();  // release the input blocks as early as possible
         return w;
@@ -284,7 +311,9 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
       g, tbb::flow::serial, [&](Work* w) {
         if (reduce_error.ok() && !stop.load(std::memory_order_relaxed)) {
           if (w->status.ok()) {
+            const double reduce_started = ThreadCpuSeconds();
             reducer.Consume(w->parsed, w->name_rules);
+            cpu.reduce += ThreadCpuSeconds() - reduce_started;
           } else {
             reduce_error = w->status;
             stop = true;
@@ -304,7 +333,9 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
 
   if (!reduce_error.ok()) return reduce_error;
   if (!source.status().ok()) return source.status();
-  return FinishProfile(path, source, &reducer, started);
+  cpu.parse = static_cast<double>(parse_cpu_ns.load()) * 1e-9;
+  cpu.classify = static_cast<double>(classify_cpu_ns.load()) * 1e-9;
+  return FinishProfile(path, source, &reducer, cpu, started);
 }
 
 absl::StatusOr<std::vector<TraceProfile>> ProfileInArena(

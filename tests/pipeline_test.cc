@@ -1,5 +1,7 @@
 #include "tracefuse/pipeline.h"
 
+#include <sys/resource.h>
+
 #include <map>
 
 #include "absl/strings/match.h"
@@ -156,6 +158,35 @@ TEST(Pipeline, GzipInputEqualsPlainInput) {
   EXPECT_TRUE(b->compressed);
   EXPECT_EQ(a->input_bytes, b->input_bytes);
   EXPECT_LT(b->file_bytes, b->input_bytes);
+}
+
+// The per-stage CPU accounting adds up to no more CPU than the process used, with every stage
+// seen: inflation only for gzip input, parsing and splitting always.
+TEST(Pipeline, StageCpuSecondsAccountForTheRun) {
+  testing::TempDir dir;
+  const std::string plain = Generate(dir, "a.json", "--platform amd --steps 200 --seed 3");
+  ASSERT_EQ(std::system(("gzip -k " + plain).c_str()), 0);
+  for (const std::string& path : {plain, plain + ".gz"}) {
+    rusage before{}, after{};
+    getrusage(RUSAGE_SELF, &before);
+    PipelineOptions options;
+    options.threads = 2;
+    auto p = Profile(path, options);
+    getrusage(RUSAGE_SELF, &after);
+    ASSERT_TRUE(p.ok()) << p.status();
+    auto seconds = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
+    const double process = seconds(after.ru_utime) - seconds(before.ru_utime) +
+                           seconds(after.ru_stime) - seconds(before.ru_stime);
+    const StageCpuSeconds& cpu = p->cpu_seconds;
+    cpu.ForEach([&](const char* stage, double s, bool) { EXPECT_GE(s, 0) << stage; });
+    EXPECT_GT(cpu.parse, 0) << path;
+    EXPECT_GT(cpu.split, 0) << path;
+    EXPECT_GT(cpu.reduce, 0) << path;
+    EXPECT_EQ(cpu.inflate > 0, path != plain) << path;
+    EXPECT_LE(cpu.total(), process + 0.01) << path;
+    EXPECT_NEAR(cpu.serial_share(), cpu.serial() / cpu.total(), 1e-12);
+    EXPECT_LE(cpu.serial_share(), 1.0);
+  }
 }
 
 TEST(Pipeline, MalformedEventDeepInAFileReportsItsOffset) {

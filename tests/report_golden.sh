@@ -9,7 +9,8 @@
 # variable set, this script writes GOLDEN instead of comparing, and says whether it changed).
 #
 # What varies from run to run is normalised before the comparison: `stats`' elapsed line and
-# JSON timings ("elapsed_seconds", "gb_per_second", compare's "read_and_reduce" and "analyze")
+# JSON timings ("elapsed_seconds", "gb_per_second", compare's "read_and_reduce" and "analyze",
+# the per-stage "cpu_seconds")
 # and compare JSON's "version".
 #
 # usage: report_golden.sh GOLDEN WORKDIR TRACEFUSE ARGS...
@@ -34,6 +35,7 @@ fi
 sed -E \
   -e 's/^(elapsed +).*$/\1<normalised>/' \
   -e 's/("(elapsed_seconds|gb_per_second|read_and_reduce|analyze)": )[^,]*/\1"<normalised>"/' \
+  -e 's/("(read|inflate|split|parse|classify|reduce|merge|serial_share)": )[0-9][^,]*/\1"<normalised>"/' \
   -e 's/^( *"version": )"[^"]*"/\1"<normalised>"/' \
   "$actual.raw" >"$actual"
 

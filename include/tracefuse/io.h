@@ -41,6 +41,8 @@ class ByteSource {
   // Bytes of the file on disk consumed so far, for progress reporting.
   virtual uint64_t file_bytes_read() const = 0;
   virtual bool compressed() const { return false; }
+  // CPU seconds spent inflating, for compressed sources (part of Next()'s time).
+  virtual double inflate_cpu_seconds() const { return 0; }
   const std::string& path() const { return path_; }
 
  protected:

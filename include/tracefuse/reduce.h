@@ -133,12 +133,43 @@ struct ChainStats {
 // Chain statistics of a type sequence (categories in ts order), indexed by category.
 std::vector<ChainStats> ChainsOf(const std::vector<CategoryId>& types, size_t category_count);
 
+// StageCpuSeconds is the CPU time each stage of the pipeline spent on one trace, all threads
+// added up (thread CPU clocks). read, inflate, split, reduce and merge run serially, on one
+// thread at a time per trace; parse and classify run in parallel. By Amdahl's law the serial
+// share caps the speed-up that more cores can give: total / serial.
+struct StageCpuSeconds {
+  double read = 0;      // reading the file (for gzip: the compressed bytes)
+  double inflate = 0;   // gzip inflation
+  double split = 0;     // cutting the byte stream into chunks of whole events
+  double parse = 0;     // simdjson: events to kernel records
+  double classify = 0;  // kernel names to rules (per-thread caches, Hyperscan)
+  double reduce = 0;    // chunks folded into the trace's statistics, in input order
+  double merge = 0;     // the last step: platform detection, re-classification, the profile
+
+  double total() const { return read + inflate + split + parse + classify + reduce + merge; }
+  double serial() const { return read + inflate + split + reduce + merge; }
+  double serial_share() const { return total() > 0 ? serial() / total() : 0.0; }
+
+  // ForEach() calls f(name, seconds, serial) for each stage, in pipeline order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    f("read", read, true);
+    f("inflate", inflate, true);
+    f("split", split, true);
+    f("parse", parse, false);
+    f("classify", classify, false);
+    f("reduce", reduce, true);
+    f("merge", merge, true);
+  }
+};
+
 struct TraceProfile {
   std::string path;
   uint64_t input_bytes = 0;  // uncompressed JSON bytes
   uint64_t file_bytes = 0;   // on disk
   bool compressed = false;
   double elapsed_seconds = 0;
+  StageCpuSeconds cpu_seconds;
 
   TraceMetadata metadata;
   Platform platform = Platform::kUnknown;

@@ -94,6 +94,21 @@ void MappingJson(const FusionMapping& m, const std::vector<std::string>& categor
   w->EndObject();
 }
 
+// StageCpuJson() writes a trace's per-stage CPU seconds, as `stats --format json` does.
+void StageCpuJson(const StageCpuSeconds& cpu, PyJsonWriter* w) {
+  w->Key("cpu_seconds");
+  w->BeginObject();
+  cpu.ForEach([&](const char* stage, double seconds, bool) { w->Field(stage, seconds); });
+  w->Key("serial_stages");
+  w->BeginArray();
+  cpu.ForEach([&](const char* stage, double, bool serial) {
+    if (serial) w->Value(stage);
+  });
+  w->EndArray();
+  w->Field("serial_share", cpu.serial_share());
+  w->EndObject();
+}
+
 // One side's trace as "tracefuse"."traces" describes it; `types` in the rule set's order.
 void TraceJson(Side s, const FusionSide& side, const std::vector<FusionTypeRow>& types,
                PyJsonWriter* w) {
@@ -114,6 +129,7 @@ void TraceJson(Side s, const FusionSide& side, const std::vector<FusionTypeRow>&
     if (row.kernels[s] > 0) w->Field(row.name, MillisAsMicros(row.time_ns[s]));
   }
   w->EndObject();
+  StageCpuJson(p.cpu_seconds, w);
   w->EndObject();
 }
 

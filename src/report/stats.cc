@@ -31,6 +31,20 @@ Json CategoriesJson(const TraceProfile& p) {
   return per;
 }
 
+// StageCpuJson() is the per-stage accounting: CPU seconds by stage, which stages ran serially,
+// and the serial share of the total (Amdahl's ceiling on the speed-up is total / serial).
+Json StageCpuJson(const StageCpuSeconds& cpu) {
+  Json j = Json::object();
+  Json serial = Json::array();
+  cpu.ForEach([&](const char* stage, double seconds, bool is_serial) {
+    j[stage] = seconds;
+    if (is_serial) serial.push_back(stage);
+  });
+  j["serial_stages"] = serial;
+  j["serial_share"] = cpu.serial_share();
+  return j;
+}
+
 }  // namespace
 
 Json StatsJson(const TraceProfile& p, double elapsed) {
@@ -57,6 +71,7 @@ Json StatsJson(const TraceProfile& p, double elapsed) {
   j["categories"] = CategoriesJson(p);
   j["elapsed_seconds"] = elapsed;
   j["gb_per_second"] = GbPerSecond(p, elapsed);
+  j["cpu_seconds"] = StageCpuJson(p.cpu_seconds);
   return j;
 }
 
