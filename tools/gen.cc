@@ -8,9 +8,9 @@
 // The AMD variant runs a few operations unfused (a separate reduce after attention, a separate
 // residual add, more sort kernels), so `tracefuse compare` has something to find.
 //
-// Layouts, the same JSON document token for token, only the whitespace differing: "kineto" (several
-// lines per event, as PyTorch's profiler writes through Kineto's C++ writer), "lines" (one event
-// per line, the default) and "compact" (the whole trace on one line, as json.dump writes).
+// Layouts, the same JSON document token for token, only the whitespace differing: "kineto" (the
+// default: several lines per event, as PyTorch's profiler writes through Kineto's C++ writer),
+// "lines" (one event per line) and "compact" (the whole trace on one line, as json.dump writes).
 #include <unistd.h>
 
 #include <charconv>
@@ -29,7 +29,7 @@ namespace {
 struct Options {
   std::string platform = "amd";
   std::string size = "64M";
-  std::string layout = "lines";
+  std::string layout = "kineto";
   std::string output = "-";
   uint64_t seed = 1;
   int layers = 8;
