@@ -1,4 +1,7 @@
 // End-to-end tests of the tracefuse binary: exit codes, the one-line error messages, outputs.
+#include <map>
+
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
@@ -7,6 +10,7 @@
 namespace tracefuse {
 namespace {
 
+using absl::StrCat;
 using testing::RunCommand;
 using testing::RunResult;
 
@@ -104,6 +108,57 @@ TEST(Cli, StatsOnAGeneratedTrace) {
   EXPECT_NE(text.out.find("platform                   NVIDIA (cupti_version is set)"),
             std::string::npos)
       << text.out;
+}
+
+// The generator's layouts differ only in whitespace: the same document, token for token and key
+// for key, and the same stats and compare reports but for what measures the file or the run.
+TEST(Cli, EveryGeneratorLayoutGivesTheSameDocumentStatsAndCompare) {
+  testing::TempDir dir;
+  const char* layouts[] = {"kineto", "lines", "compact"};
+  std::map<std::string, nlohmann::json> stats, compare;
+  std::map<std::string, nlohmann::ordered_json> documents;
+  std::map<std::string, uint64_t> bytes;
+  for (const char* layout : layouts) {
+    // One directory per layout and the same file names, so that the reports name the same paths.
+    std::string d = dir.path() + "/" + layout;
+    std::filesystem::create_directory(d);
+    for (const char* p : {"amd", "nvidia"}) {
+      RunResult g =
+          RunCommand(StrCat(TRACEFUSE_GEN, " --platform ", p, " --steps 12 --seed 4 --layout ",
+                            layout, " -o ", d, "/", p, ".json"));
+      ASSERT_EQ(g.exit_code, 0) << g.err;
+    }
+    std::ifstream in(d + "/amd.json");
+    documents[layout] = nlohmann::ordered_json::parse(in);
+    RunResult s = RunCommand(StrCat("cd ", d, " && ", Bin(), " stats amd.json --format json"));
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    RunResult c =
+        RunCommand(StrCat("cd ", d, " && ", Bin(), " compare amd.json nvidia.json --format json"));
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    stats[layout] = nlohmann::json::parse(s.out);
+    compare[layout] = nlohmann::json::parse(c.out);
+    // What differs between layouts: the file's size (its whitespace), hence the read rate, and
+    // the timings, which differ from run to run anyway.
+    bytes[layout] = stats[layout]["bytes"];
+    EXPECT_EQ(stats[layout]["file_bytes"], bytes[layout]) << layout;
+    for (const char* key : {"bytes", "file_bytes", "elapsed_seconds", "gb_per_second"})
+      ASSERT_EQ(stats[layout].erase(key), 1u) << layout << " " << key;
+    nlohmann::json& tf = compare[layout]["tracefuse"];
+    EXPECT_EQ(tf["traces"][0]["bytes"], bytes[layout]) << layout;
+    for (nlohmann::json& trace : tf["traces"]) {
+      for (const char* key : {"bytes", "file_bytes"}) ASSERT_EQ(trace.erase(key), 1u) << layout;
+    }
+    ASSERT_EQ(tf.erase("timings_seconds"), 1u) << layout;
+  }
+  EXPECT_GT(bytes["kineto"], bytes["lines"]);
+  EXPECT_GT(bytes["lines"], bytes["compact"]);
+  EXPECT_EQ(stats["kineto"]["kernels"], 12 * (8 * 11 + 5 + 6));
+  EXPECT_EQ(compare["kineto"]["metadata"]["matched_groups"], 12);
+  for (const char* layout : {"lines", "compact"}) {
+    EXPECT_TRUE(documents[layout] == documents["kineto"]) << layout;
+    EXPECT_EQ(stats[layout], stats["kineto"]) << layout;
+    EXPECT_EQ(compare[layout], compare["kineto"]) << layout;
+  }
 }
 
 TEST(Cli, FailedRunLeavesNoOutputFile) {

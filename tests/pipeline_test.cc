@@ -123,9 +123,12 @@ void ExpectSameProfile(const TraceProfile& a, const TraceProfile& b) {
 
 TEST(Pipeline, SameResultForEveryThreadCountChunkSizeAndLayout) {
   testing::TempDir dir;
-  std::string lines = Generate(dir, "a.json", "--platform amd --steps 40 --layers 4 --seed 7");
+  std::string lines =
+      Generate(dir, "a.json", "--platform amd --steps 40 --layers 4 --seed 7 --layout lines");
   std::string compact =
       Generate(dir, "b.json", "--platform amd --steps 40 --layers 4 --seed 7 --layout compact");
+  std::string kineto =
+      Generate(dir, "c.json", "--platform amd --steps 40 --layers 4 --seed 7 --layout kineto");
   PipelineOptions base;
   base.threads = 1;
   auto reference = Profile(lines, base);
@@ -138,7 +141,7 @@ TEST(Pipeline, SameResultForEveryThreadCountChunkSizeAndLayout) {
       o.threads = threads;
       o.chunk_bytes = chunk;
       o.window_bytes = 64 * 1024;  // many windows: events cross window boundaries
-      for (const std::string& path : {lines, compact}) {
+      for (const std::string& path : {lines, compact, kineto}) {
         auto p = Profile(path, o);
         ASSERT_TRUE(p.ok()) << p.status();
         ExpectSameProfile(*reference, *p);

@@ -8,8 +8,9 @@
 // The AMD variant runs a few operations unfused (a separate reduce after attention, a separate
 // residual add, more sort kernels), so `tracefuse compare` has something to find.
 //
-// Layouts: "lines" (one event per line, as PyTorch writes) and "compact" (the whole trace on one
-// line, as json.dump writes).
+// Layouts, the same JSON document token for token, only the whitespace differing: "kineto" (the
+// default: several lines per event, as PyTorch's profiler writes through Kineto's C++ writer),
+// "lines" (one event per line) and "compact" (the whole trace on one line, as json.dump writes).
 #include <unistd.h>
 
 #include <charconv>
@@ -28,7 +29,7 @@ namespace {
 struct Options {
   std::string platform = "amd";
   std::string size = "64M";
-  std::string layout = "lines";
+  std::string layout = "kineto";
   std::string output = "-";
   uint64_t seed = 1;
   int layers = 8;
@@ -186,12 +187,33 @@ uint64_t ParseSize(const std::string& s) {
   return static_cast<uint64_t>(v * mult);
 }
 
+enum class Layout { kKineto, kLines, kCompact };
+
+// Kineto's separators between two fields of an event, where the one-line layouts write ", "
+// (Writer::Sep). Its writer (libkineto's output_json.cpp, 2024) formats an event from fixed lines
+// ("ph" to "tid", then "ts" and "dur", then "args"), and a GPU event's args from the tracer's
+// multi-line template with the newlines taken out, which leaves each line's indentation behind;
+// a CPU op's "External id" is glued to its record-function args without a space.
+constexpr std::string_view kNextLine = ",\n    ";
+constexpr std::string_view kTemplateLine = ",      ";
+constexpr std::string_view kGlued = ",";
+// A GPU event without "External id" starts its args with the template's first indentation.
+constexpr std::string_view kTemplateIndent = "      ";
+
 class Writer {
  public:
-  Writer(FILE* f, bool lines) : f_(f), lines_(lines) { buf_.reserve(kFlush + (1 << 16)); }
+  Writer(FILE* f, Layout layout) : f_(f), layout_(layout) { buf_.reserve(kFlush + (1 << 16)); }
   ~Writer() { Flush(); }
 
+  Layout layout() const { return layout_; }
+  bool kineto() const { return layout_ == Layout::kKineto; }
   void Raw(std::string_view s) { buf_.append(s); }
+  // Whitespace that only Kineto's layout has.
+  void KinetoOnly(std::string_view s) {
+    if (kineto()) buf_.append(s);
+  }
+  // A separator between two fields: `kineto` in Kineto's layout, ", " in the others.
+  void Sep(std::string_view kineto_sep) { buf_.append(kineto() ? kineto_sep : ", "); }
   void Int(int64_t v) {
     char tmp[24];
     auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
@@ -212,12 +234,26 @@ class Writer {
     }
     buf_.push_back('"');
   }
-  // Starts the next event of the traceEvents array.
+  // Starts the next event of the traceEvents array, up to its first key. Kineto writes each
+  // event as "  {", its fields indented by four, "  }", and a comma after every event but the last.
   void BeginEvent() {
     if (!first_event_) buf_.append(",");
     first_event_ = false;
-    if (lines_) buf_.append("\n  ");
+    switch (layout_) {
+      case Layout::kKineto:
+        buf_.append("\n  {\n    ");
+        break;
+      case Layout::kLines:
+        buf_.append("\n  {");
+        break;
+      case Layout::kCompact:
+        buf_.append("{");
+    }
   }
+  void EndEvent() { buf_.append(kineto() ? "\n  }" : "}"); }
+  // The args object: Kineto opens it on a line of its own and indents its keys by six.
+  void BeginArgs() { buf_.append(kineto() ? ",\n    \"args\": {\n      " : ", \"args\": {"); }
+  void EndArgs() { buf_.append(kineto() ? "\n    }" : "}"); }
   void MaybeFlush() {
     if (buf_.size() >= kFlush) Flush();
   }
@@ -234,12 +270,71 @@ class Writer {
  private:
   static constexpr size_t kFlush = 8u << 20;
   FILE* f_;
-  bool lines_;
+  Layout layout_;
   bool first_event_ = true;
   bool ok_ = true;
   std::string buf_;
   uint64_t written_ = 0;
 };
+
+struct Gpu {
+  const char* name;
+  int64_t total_global_mem;
+  int compute_major;
+  int compute_minor;
+  int warp_size;
+  int num_sms;
+  int shared_mem_per_block;
+  const char* tracer_keys[2];  // the tracer's version keys, which tell the platform
+};
+
+const Gpu kMi300x = {"AMD Instinct MI300X",
+                     205822885888,
+                     9,
+                     4,
+                     64,
+                     304,
+                     65536,
+                     {"\"roctracer_version\": 4.1", "\"hip_runtime_version\": 60342134"}};
+const Gpu kH100 = {"NVIDIA H100 80GB HBM3",
+                   84929347584,
+                   9,
+                   0,
+                   32,
+                   132,
+                   49152,
+                   {"\"cupti_version\": 22", "\"cuda_runtime_version\": 12040"}};
+
+// The keys before the events as Kineto writes them: a blank first line, one key per line, the
+// device's keys over a few lines of their own (in Kineto's grouping of the same keys).
+constexpr std::string_view kKinetoHeader = R"(
+{{
+  "schemaVersion": 1,
+  "deviceProperties": [
+    {{
+      "id": 0, "name": "{}", "totalGlobalMem": {},
+      "computeMajor": {}, "computeMinor": {},
+      "warpSize": {}, "numSms": {},
+      "maxThreadsPerBlock": 1024, "sharedMemPerBlock": {}
+    }}
+  ],
+  {},
+  {},
+  "distributedInfo": {{"backend": "nccl", "rank": {}, "world_size": {}}},
+  "traceEvents": [)";
+
+// The same keys in the one-line layouts ({nl}: a newline in "lines", nothing in "compact").
+constexpr std::string_view kFlatHeader =
+    "{{{nl}  \"schemaVersion\": 1,{nl}  \"deviceProperties\": [{{\"id\": 0, \"name\": \"{name}\", "
+    "\"totalGlobalMem\": {mem}, \"computeMajor\": {major}, \"computeMinor\": {minor}, "
+    "\"warpSize\": {warp}, \"numSms\": {sms}, \"maxThreadsPerBlock\": 1024, "
+    "\"sharedMemPerBlock\": {shared}}}],{nl}  {tracer0}, {tracer1},{nl}  \"distributedInfo\": "
+    "{{\"backend\": \"nccl\", \"rank\": {rank}, \"world_size\": {world}}},{nl}  \"traceEvents\": [";
+
+// What follows the events. Kineto ends the file without a newline.
+constexpr std::string_view kTrailerKeys[] = {"\"traceName\": \"tracefuse-gen\"",
+                                             "\"displayTimeUnit\": \"ms\"",
+                                             "\"baseTimeNanoseconds\": 1751410836000000000"};
 
 class TraceWriter {
  public:
@@ -247,49 +342,41 @@ class TraceWriter {
       : w_(w), o_(o), amd_(o.platform == "amd"), rng_{o.seed} {}
 
   void Header() {
-    const char* nl = o_.layout == "lines" ? "\n" : "";
-    w_.Raw("{");
-    w_.Raw(nl);
-    w_.Raw("  \"schemaVersion\": 1,");
-    w_.Raw(nl);
-    if (amd_) {
-      w_.Raw(
-          "  \"deviceProperties\": [{\"id\": 0, \"name\": \"AMD Instinct MI300X\", "
-          "\"totalGlobalMem\": 205822885888, \"computeMajor\": 9, \"computeMinor\": 4, "
-          "\"warpSize\": 64, \"numSms\": 304, \"maxThreadsPerBlock\": 1024, "
-          "\"sharedMemPerBlock\": 65536}],");
-      w_.Raw(nl);
-      w_.Raw("  \"roctracer_version\": 4.1, \"hip_runtime_version\": 60342134,");
+    const Gpu& g = amd_ ? kMi300x : kH100;
+    if (w_.kineto()) {
+      w_.Raw(fmt::format(kKinetoHeader, g.name, g.total_global_mem, g.compute_major,
+                         g.compute_minor, g.warp_size, g.num_sms, g.shared_mem_per_block,
+                         g.tracer_keys[0], g.tracer_keys[1], o_.rank, o_.world_size));
     } else {
-      w_.Raw(
-          "  \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", "
-          "\"totalGlobalMem\": 84929347584, \"computeMajor\": 9, \"computeMinor\": 0, "
-          "\"warpSize\": 32, \"numSms\": 132, \"maxThreadsPerBlock\": 1024, "
-          "\"sharedMemPerBlock\": 49152}],");
-      w_.Raw(nl);
-      w_.Raw("  \"cupti_version\": 22, \"cuda_runtime_version\": 12040,");
+      w_.Raw(fmt::format(kFlatHeader, fmt::arg("nl", w_.layout() == Layout::kLines ? "\n" : ""),
+                         fmt::arg("name", g.name), fmt::arg("mem", g.total_global_mem),
+                         fmt::arg("major", g.compute_major), fmt::arg("minor", g.compute_minor),
+                         fmt::arg("warp", g.warp_size), fmt::arg("sms", g.num_sms),
+                         fmt::arg("shared", g.shared_mem_per_block),
+                         fmt::arg("tracer0", g.tracer_keys[0]),
+                         fmt::arg("tracer1", g.tracer_keys[1]), fmt::arg("rank", o_.rank),
+                         fmt::arg("world", o_.world_size)));
     }
-    w_.Raw(nl);
-    w_.Raw(
-        fmt::format("  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, "
-                    "\"world_size\": {}}},",
-                    o_.rank, o_.world_size));
-    w_.Raw(nl);
-    w_.Raw("  \"traceEvents\": [");
     Metadata("process_name", 0, "python3");
     Metadata("thread_name", 1, "python3");
-    Metadata("process_name", 2, amd_ ? "AMD Instinct MI300X" : "NVIDIA H100 80GB HBM3");
+    Metadata("process_name", 2, g.name);
   }
 
   uint64_t kernels() const { return kernels_; }
   uint64_t events() const { return events_; }
 
   void Footer() {
-    w_.Raw(o_.layout == "lines" ? "\n  ],\n" : "], ");
-    w_.Raw(
-        "  \"traceName\": \"tracefuse-gen\", \"displayTimeUnit\": \"ms\", "
-        "\"baseTimeNanoseconds\": 1751410836000000000");
-    w_.Raw(o_.layout == "lines" ? "\n}\n" : "}");
+    const auto& k = kTrailerKeys;
+    switch (w_.layout()) {
+      case Layout::kKineto:
+        w_.Raw(fmt::format("\n  ],\n  {},\n  {},\n  {}\n}}", k[0], k[1], k[2]));
+        break;
+      case Layout::kLines:
+        w_.Raw(fmt::format("\n  ],\n  {}, {}, {}\n}}\n", k[0], k[1], k[2]));
+        break;
+      case Layout::kCompact:
+        w_.Raw(fmt::format("],   {}, {}, {}}}", k[0], k[1], k[2]));
+    }
   }
 
   // One decode step: a graph replay, then eager sampling kernels.
@@ -326,18 +413,22 @@ class TraceWriter {
  private:
   void Metadata(const char* what, int pid, const char* value) {
     w_.BeginEvent();
-    w_.Raw("{\"name\": ");
+    w_.Raw("\"name\": ");
     w_.Str(what);
     w_.Raw(", \"ph\": \"M\", \"ts\": 0, \"pid\": ");
     w_.Int(pid);
-    w_.Raw(", \"tid\": 0, \"args\": {\"name\": ");
+    w_.Raw(", \"tid\": 0");
+    w_.BeginArgs();
+    w_.Raw("\"name\": ");
     w_.Str(value);
-    w_.Raw("}}");
+    w_.EndArgs();
+    w_.EndEvent();
   }
+  // A complete event up to its args, which the caller writes between BeginArgs and EndArgs.
   void Complete(const char* cat, std::string_view name, int64_t ts, int64_t dur, int pid, int tid) {
     ++events_;
     w_.BeginEvent();
-    w_.Raw("{\"ph\": \"X\", \"cat\": \"");
+    w_.Raw("\"ph\": \"X\", \"cat\": \"");
     w_.Raw(cat);
     w_.Raw("\", \"name\": ");
     w_.Str(name);
@@ -345,49 +436,58 @@ class TraceWriter {
     w_.Int(pid);
     w_.Raw(", \"tid\": ");
     w_.Int(tid);
-    w_.Raw(", \"ts\": ");
+    w_.Sep(kNextLine);
+    w_.Raw("\"ts\": ");
     w_.Micros(ts);
     w_.Raw(", \"dur\": ");
     w_.Micros(dur);
+    w_.BeginArgs();
+  }
+  void EndComplete() {
+    w_.EndArgs();
+    w_.EndEvent();
   }
   void Annotation(const std::string& name, int64_t ts) {
     Complete("user_annotation", name, ts, 900000, 1234, 1234);
-    w_.Raw(", \"args\": {\"External id\": ");
+    w_.Raw("\"External id\": ");
     w_.Int(static_cast<int64_t>(next_ext_++));
-    w_.Raw("}}");
+    EndComplete();
   }
   void Python(const char* frame, int64_t dur) {
     Complete("python_function", frame, cpu_ts_, dur, 1234, 1234);
-    w_.Raw(", \"args\": {\"Python parent id\": ");
+    w_.Raw("\"Python parent id\": ");
     w_.Int(static_cast<int64_t>(python_id_));
     w_.Raw(", \"Python id\": ");
     w_.Int(static_cast<int64_t>(++python_id_));
-    w_.Raw(", \"Python thread\": 0}}");
+    w_.Raw(", \"Python thread\": 0");
+    EndComplete();
     cpu_ts_ += 1000;
   }
   void CpuOp(std::string_view name, uint64_t ext, int64_t dur) {
     Complete("cpu_op", name, cpu_ts_, dur, 1234, 1234);
-    w_.Raw(", \"args\": {\"External id\": ");
+    w_.Raw("\"External id\": ");
     w_.Int(static_cast<int64_t>(ext));
-    w_.Raw(", \"Record function id\": 0, \"Ev Idx\": ");
+    w_.Sep(kGlued);
+    w_.Raw("\"Record function id\": 0, \"Ev Idx\": ");
     w_.Int(static_cast<int64_t>(ext));
-    w_.Raw("}}");
+    EndComplete();
     cpu_ts_ += 1000;
   }
   void Launch(const char* name, uint64_t corr, uint64_t ext) {
     Complete("cuda_runtime", name, cpu_ts_, 4500, 1234, 1234);
-    w_.Raw(", \"args\": {\"External id\": ");
+    w_.Raw("\"External id\": ");
     w_.Int(static_cast<int64_t>(ext));
-    w_.Raw(", \"cbid\": 211, \"correlation\": ");
+    w_.Sep(kTemplateLine);
+    w_.Raw("\"cbid\": 211, \"correlation\": ");
     w_.Int(static_cast<int64_t>(corr));
-    w_.Raw("}}");
+    EndComplete();
     Flow("s", corr, cpu_ts_, 1234, 1234);
     pending_flow_ = corr;
     cpu_ts_ += 5000;
   }
   void Flow(const char* ph, uint64_t id, int64_t ts, int pid, int tid) {
     w_.BeginEvent();
-    w_.Raw("{\"ph\": \"");
+    w_.Raw("\"ph\": \"");
     w_.Raw(ph);
     w_.Raw("\", \"id\": ");
     w_.Int(static_cast<int64_t>(id));
@@ -397,20 +497,43 @@ class TraceWriter {
     w_.Int(tid);
     w_.Raw(", \"ts\": ");
     w_.Micros(ts);
-    w_.Raw(", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
+    w_.Sep(kNextLine);
+    w_.Raw("\"cat\": \"ac2g\", \"name\": \"ac2g\"");
     if (ph[0] == 'f') w_.Raw(", \"bp\": \"e\"");
-    w_.Raw("}");
+    w_.EndEvent();
+  }
+  // A GPU event's device, stream and correlation, on the lines of its tracer's template:
+  // roctracer's "device, stream" then "correlation", CUPTI's "device" then "stream, correlation".
+  void DeviceStreamCorrelation(uint64_t corr) {
+    w_.Raw(amd_ ? "\"device\": 0, \"stream\": 7" : "\"device\": 0");
+    w_.Sep(kTemplateLine);
+    w_.Raw(amd_ ? "\"correlation\": " : "\"stream\": 7, \"correlation\": ");
+    w_.Int(static_cast<int64_t>(corr));
   }
   void Kernel(const KernelKind& k, uint64_t corr, uint64_t ext) {
     ++kernels_;
     int64_t dur = k.dur_ns + rng_.Range(0, k.dur_ns / 8 + 1);
     Complete("kernel", k.name, gpu_ts_, dur, 0, 7);
-    w_.Raw(", \"args\": {\"External id\": ");
+    w_.Raw("\"External id\": ");
     w_.Int(static_cast<int64_t>(ext));
-    w_.Raw(", \"device\": 0, \"stream\": 7, \"correlation\": ");
-    w_.Int(static_cast<int64_t>(corr));
-    if (amd_) w_.Raw(", \"kind\": \"Dispatch Kernel\"");
-    w_.Raw(", \"grid\": [1024, 1, 1], \"block\": [256, 1, 1]}}");
+    w_.Sep(kTemplateLine);
+    DeviceStreamCorrelation(corr);
+    if (amd_) {
+      // ROCm's Kineto pads the launch dimensions: "grid":     [1024, 1, 1].
+      w_.Raw(", \"kind\": \"Dispatch Kernel\"");
+      w_.Sep(kTemplateLine);
+      w_.Raw("\"grid\": ");
+      w_.KinetoOnly("    ");
+      w_.Raw("[1024, 1, 1], \"block\": ");
+      w_.KinetoOnly("    ");
+      w_.Raw("[256, 1, 1]");
+    } else {
+      w_.Sep(kTemplateLine);
+      w_.Raw("\"grid\": [1024, 1, 1]");
+      w_.Sep(kTemplateLine);
+      w_.Raw("\"block\": [256, 1, 1]");
+    }
+    EndComplete();
     if (pending_flow_ == corr) {
       Flow("f", corr, gpu_ts_, 0, 7);
       pending_flow_ = 0;
@@ -429,9 +552,11 @@ class TraceWriter {
   void Memcpy() {
     uint64_t corr = next_corr_++;
     Complete("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", gpu_ts_, 2100, 0, 7);
-    w_.Raw(", \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": ");
-    w_.Int(static_cast<int64_t>(corr));
-    w_.Raw(", \"bytes\": 4096, \"memory bandwidth (GB/s)\": 1.95}}");
+    w_.KinetoOnly(kTemplateIndent);  // no "External id" before the template
+    DeviceStreamCorrelation(corr);
+    w_.Sep(kTemplateLine);
+    w_.Raw("\"bytes\": 4096, \"memory bandwidth (GB/s)\": 1.95");
+    EndComplete();
     gpu_ts_ += 3100;
   }
 
@@ -473,8 +598,10 @@ int main(int argc, char** argv) {
   app.add_option("--python-per-kernel", o.python_per_kernel,
                  "python_function events per eager kernel")
       ->capture_default_str();
-  app.add_option("--layout", o.layout, "lines: one event per line; compact: one line")
-      ->check(CLI::IsMember({"lines", "compact"}))
+  app.add_option("--layout", o.layout,
+                 "kineto: several lines per event, as PyTorch writes; lines: one event per line; "
+                 "compact: one line")
+      ->check(CLI::IsMember({"kineto", "lines", "compact"}))
       ->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
   app.add_option("--rank", o.rank, "distributedInfo.rank (one trace per rank of a job)")
@@ -495,7 +622,9 @@ int main(int argc, char** argv) {
   const uint64_t target = ParseSize(o.size);
   bool ok;
   {
-    Writer w(f, o.layout == "lines");
+    Writer w(f, o.layout == "kineto"  ? Layout::kKineto
+                : o.layout == "lines" ? Layout::kLines
+                                      : Layout::kCompact);
     TraceWriter t(w, o);
     t.Header();
     for (uint64_t s = 0; o.steps ? s < o.steps : w.bytes() < target; ++s) t.Step();
