@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The end-to-end part of scripts/bench (see there). Prints a markdown table."""
 import glob
+import json
 import os
 import platform
 import statistics
@@ -132,6 +133,29 @@ def scaling(layout, rows, pair_gb):
     return row, (f"{layout}: compare {s1} / {s0} pair time <= {limit:.1f}x", f"{t1 / t0:.2f}x", t1 / t0 <= limit)
 
 
+STAGES = ("read", "inflate", "split", "parse", "classify", "reduce", "merge")
+
+
+def stage_accounting():
+    """Rows of `stats --format json`'s per-stage CPU seconds, one run per layout, size and input
+    (plain and gzip): where the CPU goes, the serial share and Amdahl's ceiling on the speed-up
+    (total CPU / serial CPU)."""
+    rows = []
+    for layout in LAYOUTS:
+        for size in SIZES:
+            a = prepare(size, layout)["amd"]
+            for path in (a, a + ".gz"):
+                out = subprocess.run([TF, "stats", path, "--format", "json", "--threads", THREADS],
+                                     capture_output=True, text=True, check=True).stdout
+                cpu = json.loads(out)["cpu_seconds"]
+                total = sum(cpu[s] for s in STAGES)
+                serial = sum(cpu[s] for s in cpu["serial_stages"])
+                rows.append([layout, f"stats {size} AMD{', gzip' if path.endswith('.gz') else ''}"]
+                            + [f"{cpu[s]:.2f}" for s in STAGES]
+                            + [f"{100 * serial / total:.1f} %", f"{total / serial:.1f}x"])
+    return rows
+
+
 def main():
     os.makedirs(CACHE, exist_ok=True)
     old = [p for p in glob.glob(f"{CACHE}/*.json*") if os.path.basename(p).count("_") == 1]
@@ -163,6 +187,12 @@ def main():
     print("| layout | run | input GB | median s | GB/s | peak RSS MB | vs floor / gzip |")
     print("|---|---|---:|---:|---:|---:|---|")
     for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print("\nCPU seconds by stage (`stats --format json`, one run each); read, inflate, split, reduce "
+          "and merge run serially:\n")
+    print("| layout | run | " + " | ".join(STAGES) + " | serial share | Amdahl ceiling |")
+    print("|---|---|" + "---:|" * (len(STAGES) + 2))
+    for r in stage_accounting():
         print("| " + " | ".join(r) + " |")
     print("\n| target (issue 5) | measured | |")
     print("|---|---:|---|")
