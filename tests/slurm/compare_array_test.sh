@@ -88,7 +88,11 @@ slurm_wait_jobs 150 "$array" "$merge" || exit 1
 echo "compare_array_test: jobs finished after $((SECONDS - started)) s"
 
 out=$dir/out
-without_timings() { grep -v -E '"(read_and_reduce|analyze)": ' "$1"; }
+# Timings and per-stage CPU seconds differ from run to run.
+without_timings() {
+  local cpu='read|inflate|split|parse|classify|reduce|merge|serial_share'
+  grep -v -E "\"(read_and_reduce|analyze|$cpu)\": [0-9]" "$1"
+}
 for label in "${good[@]}"; do
   row=$(grep -P "^$label\t" "$dir/manifest.tsv")
   IFS=$'\t' read -r _ trace1 trace2 <<<"$row"
