@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cctype>
 #include <cstdlib>
 #include <iterator>
 #include <limits>
@@ -47,12 +46,6 @@ FusionMapping NewMapping(FusionMapping::Kind kind, Side fused_side, CategoryId f
   m.fused_count = count[fused_side];
   m.unfused_count = count[Opposite(fused_side)];
   return m;
-}
-
-std::string Lower(std::string_view s) {
-  std::string l(s);
-  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return l;
 }
 
 template <size_t N>
@@ -535,7 +528,7 @@ struct TraceView {
     name_attention.resize(p.names.size());
     name_ffn.resize(p.names.size());
     for (uint32_t n = 0; n < p.names.size(); ++n) {
-      const std::string lower = Lower(p.names[n]);
+      const std::string lower = AsciiLower(p.names[n]);
       name_attention[n] = ContainsAny(lower, kAttentionMarkers);
       name_ffn[n] = ContainsAny(lower, kFfnMarkers);
     }

@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "embedded_rules.h"
 #include "fmt/ranges.h"
 #include "oneapi/tbb/enumerable_thread_specific.h"
@@ -33,9 +34,9 @@ std::string_view Utf8Prefix(std::string_view s, size_t n) {
 
 namespace {
 
-bool IsAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
-bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
+bool IsAsciiLetter(char c) { return absl::ascii_isalpha(static_cast<unsigned char>(c)); }
+bool IsUpper(char c) { return absl::ascii_isupper(static_cast<unsigned char>(c)); }
+bool IsLower(char c) { return absl::ascii_islower(static_cast<unsigned char>(c)); }
 
 }  // namespace
 
@@ -53,8 +54,8 @@ bool ContainsWord(std::string_view name, std::string_view word) {
     if (!IsWordBoundary(name, i) || !IsWordBoundary(name, i + word.size())) continue;
     bool equal = true;
     for (size_t j = 0; j < word.size() && equal; ++j)
-      equal = std::tolower(static_cast<unsigned char>(name[i + j])) ==
-              std::tolower(static_cast<unsigned char>(word[j]));
+      equal = absl::ascii_tolower(static_cast<unsigned char>(name[i + j])) ==
+              absl::ascii_tolower(static_cast<unsigned char>(word[j]));
     if (equal) return true;
   }
   return false;
@@ -66,9 +67,7 @@ std::vector<std::string> SplitWords(std::string_view name) {
   for (size_t i = 1; i <= name.size(); ++i) {
     if (!IsWordBoundary(name, i)) continue;
     if (IsAsciiLetter(name[start])) {
-      std::string w(name.substr(start, i - start));
-      for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      words.push_back(std::move(w));
+      words.push_back(AsciiLower(name.substr(start, i - start)));
     }
     start = i;
   }
@@ -139,8 +138,7 @@ struct PredicateParser {
     }
     if (key == "words") return ParseWords(v, out);
     if (key == "platform") {
-      std::string p = v.as<std::string>();
-      for (char& ch : p) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      const std::string p = AsciiLower(v.as<std::string>());
       out->kind = Predicate::Kind::kPlatform;
       if (p == "amd") {
         out->platform = Platform::kAmd;
@@ -791,16 +789,6 @@ std::string Classifier::Pattern(RuleId id, std::string_view name) const {
 // ---------------------------------------------------------------------------------------------
 // SubstringClassifier
 
-namespace {
-
-std::string Lower(std::string_view s) {
-  std::string l(s);
-  for (char& ch : l) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return l;
-}
-
-}  // namespace
-
 // Impl holds what is prepared up front, per predicate: its literal (lowered when caseless) or
 // its compiled regex. Looked up by the predicate's address, as a hand-written classifier keeping
 // its own tables would.
@@ -849,7 +837,7 @@ absl::StatusOr<std::shared_ptr<const SubstringClassifier>> SubstringClassifier::
     stack.pop_back();
     for (const Predicate& child : p->children) stack.push_back(&child);
     if (p->kind == Predicate::Kind::kContains || p->kind == Predicate::Kind::kPrefix) {
-      c->impl_->literal[p] = p->caseless ? Lower(p->text) : p->text;
+      c->impl_->literal[p] = p->caseless ? AsciiLower(p->text) : p->text;
     }
     if (p->kind != Predicate::Kind::kRegex) continue;
     const std::regex::flag_type flags =
@@ -868,7 +856,7 @@ absl::StatusOr<std::shared_ptr<const SubstringClassifier>> SubstringClassifier::
 }
 
 RuleId SubstringClassifier::Classify(std::string_view name, Platform platform) const {
-  const std::string lower = Lower(name);
+  const std::string lower = AsciiLower(name);
   const std::vector<Rule>& rules = rules_->rules();
   for (size_t i = 0; i < rules.size(); ++i) {
     if (impl_->Eval(rules[i].when, name, lower, platform)) return static_cast<RuleId>(i);

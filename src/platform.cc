@@ -31,9 +31,7 @@ bool ContainsAny(std::string_view s, const std::string_view (&marks)[N]) {
 }
 
 bool ContainsIgnoreCase(std::string_view haystack, std::string_view lower_needle) {
-  std::string lower(haystack);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower.find(lower_needle) != std::string::npos;
+  return AsciiLower(haystack).find(lower_needle) != std::string::npos;
 }
 
 }  // namespace

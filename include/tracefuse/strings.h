@@ -15,9 +15,18 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/string_view.h"
 
 namespace tracefuse {
+
+// AsciiLower() is `s` with its ASCII letters lowercased: absl::AsciiStrToLower for a
+// std::string_view, which Debian's absl::AsciiStrToLower(absl::string_view) does not take.
+inline std::string AsciiLower(std::string_view s) {
+  std::string lower(s);
+  absl::AsciiStrToLower(&lower);
+  return lower;
+}
 
 // Concatenates the {fmt} renderings of its arguments.
 template <typename... Args>

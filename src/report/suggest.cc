@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "report/formatting.h"
 #include "tracefuse/strings.h"
 #include "yaml-cpp/yaml.h"
@@ -60,13 +61,7 @@ constexpr size_t kCommentColumns = 100;
 
 using Kind = SuggestedFamily::Kind;
 
-bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-std::string Lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+bool IsLetter(char c) { return absl::ascii_isalpha(static_cast<unsigned char>(c)); }
 
 bool InStopList(std::string_view w) {
   return std::find(std::begin(kStopWords), std::end(kStopWords), w) != std::end(kStopWords);
@@ -157,7 +152,7 @@ absl::flat_hash_set<std::string> Spans(std::string_view name) {
     cuts.push_back(end);
     for (size_t a = 0; a + 1 < cuts.size(); ++a) {
       for (size_t b = a + 1; b < cuts.size() && cuts[b] - cuts[a] <= kMaxWordLength; ++b)
-        spans.insert(Lowercase(name.substr(cuts[a], cuts[b] - cuts[a])));
+        spans.insert(AsciiLower(name.substr(cuts[a], cuts[b] - cuts[a])));
     }
     i = end;
   }
@@ -240,8 +235,8 @@ FamilyFinder::FamilyFinder(const TraceProfile& p) : p_(p) {
   const RuleSet& set = p.classifier->rule_set();
   const CategoryId other = *set.category_index(set.default_rule().category);
   for (const std::string& c : set.categories()) {
-    categories_.insert(Lowercase(c));
-    rule_set_categories_.emplace(Lowercase(c), c);
+    categories_.insert(AsciiLower(c));
+    rule_set_categories_.emplace(AsciiLower(c), c);
   }
   std::vector<uint32_t> unclassified;
   for (uint32_t n = 0; n < p.names.size(); ++n) {
@@ -250,7 +245,7 @@ FamilyFinder::FamilyFinder(const TraceProfile& p) : p_(p) {
       continue;
     }
     const auto index = static_cast<uint32_t>(classified_lower_.size());
-    classified_lower_.push_back(Lowercase(p.names[n]));
+    classified_lower_.push_back(AsciiLower(p.names[n]));
     for (const std::string& s : Spans(p.names[n])) classified_spans_[s].push_back(index);
   }
   std::stable_sort(unclassified.begin(), unclassified.end(), [&](uint32_t a, uint32_t b) {
@@ -260,7 +255,7 @@ FamilyFinder::FamilyFinder(const TraceProfile& p) : p_(p) {
   for (uint32_t n : unclassified) {
     Name name;
     name.id = n;
-    name.lower = Lowercase(p.names[n]);
+    name.lower = AsciiLower(p.names[n]);
     name.spans = Spans(p.names[n]);
     name.parts = Parts(p.names[n]);
     name.words = NamingWords(p.names[n], name.parts);
@@ -282,7 +277,7 @@ bool FamilyFinder::Matches(const Candidate& c, const Name& n) const {
     case Kind::kWordPair:
       return n.spans.contains(c.literals[0]) && n.spans.contains(c.literals[1]);
     case Kind::kPrefix:
-      return n.lower.rfind(Lowercase(c.literals[0]), 0) == 0;
+      return n.lower.rfind(AsciiLower(c.literals[0]), 0) == 0;
   }
   return false;
 }
@@ -300,7 +295,7 @@ void FamilyFinder::Rank(Candidate* c) const {
     c->kernels += p_.name_kernels[names_[i].id];
   };
   if (c->kind == Kind::kPrefix) {
-    const std::string lower = Lowercase(c->literals[0]);
+    const std::string lower = AsciiLower(c->literals[0]);
     for (size_t i = 0; i < names_.size(); ++i)
       if (names_[i].lower.rfind(lower, 0) == 0) add(i);
     return;
@@ -359,7 +354,7 @@ void FamilyFinder::Examine(Name* n) const {
   for (size_t end : {n->parts.qualified_end, n->parts.head_end, name.size()})
     if (end > 0) ends.push_back(end);
   for (size_t end : ends) {
-    if (PrefixClassified(Lowercase(std::string_view(name).substr(0, end)))) continue;
+    if (PrefixClassified(AsciiLower(std::string_view(name).substr(0, end)))) continue;
     n->prefix_end = end;
     return;
   }
@@ -448,12 +443,12 @@ void FamilyFinder::NameCategory(const Candidate& c, SuggestedFamily* f) {
     base += w.substr(1);
   }
   if (base.empty()) base = "Family";
-  if (auto it = rule_set_categories_.find(Lowercase(base)); it != rule_set_categories_.end()) {
+  if (auto it = rule_set_categories_.find(AsciiLower(base)); it != rule_set_categories_.end()) {
     f->existing_category = it->second;
   }
   std::string name = base;
-  for (int i = 2; categories_.contains(Lowercase(name)); ++i) name = StrCat(base, i);
-  categories_.insert(Lowercase(name));
+  for (int i = 2; categories_.contains(AsciiLower(name)); ++i) name = StrCat(base, i);
+  categories_.insert(AsciiLower(name));
   f->category = name;
 }
 
@@ -495,7 +490,7 @@ Suggestion FamilyFinder::Find(size_t max_families) {
 bool IsYamlKeyword(std::string_view s) {
   static const std::string_view kKeywords[] = {"y",     "n",  "yes", "no",   "true",
                                                "false", "on", "off", "null", "~"};
-  const std::string lower = Lowercase(s);
+  const std::string lower = AsciiLower(s);
   return std::find(std::begin(kKeywords), std::end(kKeywords), lower) != std::end(kKeywords);
 }
 
