@@ -535,8 +535,6 @@ int OnMatch(unsigned id, unsigned long long, unsigned long long to, unsigned, vo
   return 0;
 }
 
-constexpr size_t kPlatforms = 3;  // Platform's values
-
 }  // namespace
 
 struct Classifier::Impl {
@@ -552,7 +550,7 @@ struct Classifier::Impl {
   // only the rules of the patterns that matched (pattern_rules) and those true on no match
   // (unmatched_rules, per platform), in rule order, instead of every rule: 2x on `tracefuse`.
   std::vector<std::vector<uint32_t>> pattern_rules;  // per pattern id, ascending
-  std::vector<uint32_t> unmatched_rules[kPlatforms];
+  std::vector<uint32_t> unmatched_rules[kPlatformCount];
 
   struct ThreadState {
     hs_scratch_t* scratch = nullptr;
@@ -705,7 +703,7 @@ void Classifier::Impl::IndexRules(size_t pattern_count) {
       }
       for (uint32_t i = 0; i < n.child_count; ++i) stack.push_back(children[n.first_child + i]);
     }
-    for (size_t platform = 0; platform < kPlatforms; ++platform) {
+    for (size_t platform = 0; platform < kPlatformCount; ++platform) {
       if (Eval(rule_roots[rule], none.data(), static_cast<Platform>(platform)))
         unmatched_rules[platform].push_back(rule);
     }

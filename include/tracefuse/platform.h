@@ -6,6 +6,7 @@
 #ifndef TRACEFUSE_PLATFORM_H_
 #define TRACEFUSE_PLATFORM_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -16,6 +17,8 @@
 namespace tracefuse {
 
 enum class Platform : uint8_t { kUnknown, kAmd, kNvidia };
+// kPlatformCount is the number of Platform values, for arrays indexed by Platform.
+inline constexpr size_t kPlatformCount = 3;
 
 // kAmdWarpSize: the reference calls a trace AMD when deviceProperties[0].warpSize is this (or its
 // roctracer_version is truthy); spec §2.1.
