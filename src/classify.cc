@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -12,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "embedded_rules.h"
 #include "fmt/ranges.h"
 #include "oneapi/tbb/enumerable_thread_specific.h"
@@ -537,8 +539,42 @@ int OnMatch(unsigned id, unsigned long long, unsigned long long to, unsigned, vo
 
 }  // namespace
 
+// The databases of the built-in rule sets, compiled at build time: defined by the generated
+// rule_databases.cc that the tracefuse executables link (weak: absent from the build tool that
+// writes it, and from tests that do not link it).
+extern const PrecompiledDatabase kPrecompiledDatabases[] __attribute__((weak));
+extern const size_t kPrecompiledDatabaseCount __attribute__((weak));
+
+namespace {
+
+// DatabaseKey() names a database by what it is compiled from.
+std::string DatabaseKey(const Patterns& patterns) {
+  std::string key = StrCat("hyperscan ", hs_version(), "\n");
+  for (size_t i = 0; i < patterns.expressions.size(); ++i) {
+    absl::StrAppend(&key, patterns.flags[i], " ", patterns.expressions[i], "\n");
+  }
+  return key;
+}
+
+// Precompiled() deserializes the build's database for `key`; nullptr when there is none or the
+// CPU cannot run it.
+hs_database_t* Precompiled(const std::string& key) {
+  if (&kPrecompiledDatabaseCount == nullptr) return nullptr;
+  for (size_t i = 0; i < kPrecompiledDatabaseCount; ++i) {
+    const PrecompiledDatabase& d = kPrecompiledDatabases[i];
+    if (d.key != key) continue;
+    hs_database_t* db = nullptr;
+    if (hs_deserialize_database(d.bytes.data(), d.bytes.size(), &db) == HS_SUCCESS) return db;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 struct Classifier::Impl {
   hs_database_t* db = nullptr;
+  bool precompiled = false;
+  std::string key;  // DatabaseKey()
   hs_scratch_t* prototype = nullptr;
   size_t words = 0;
   std::vector<Node> nodes;
@@ -566,7 +602,7 @@ struct Classifier::Impl {
   uint32_t Flatten(const Predicate& p, Patterns* patterns);
   void IndexRules(size_t pattern_count);
   uint32_t FirstTrueRule(ThreadState* state, Platform platform) const;
-  absl::Status Compile(const Patterns& patterns, const std::string& set_name);
+  absl::Status Compile(const Patterns& patterns, const std::string& set_name, bool use_precompiled);
 
   ~Impl() {
     states.reset();
@@ -630,7 +666,8 @@ uint32_t Classifier::Impl::Flatten(const Predicate& p, Patterns* patterns) {
 }
 
 // Impl::Compile() builds the one multi-pattern database and the scratch each thread clones.
-absl::Status Classifier::Impl::Compile(const Patterns& patterns, const std::string& set_name) {
+absl::Status Classifier::Impl::Compile(const Patterns& patterns, const std::string& set_name,
+                                       bool use_precompiled) {
   words = (patterns.expressions.size() + 63) / 64;
   word_length = patterns.word_length;
   if (!patterns.expressions.empty()) {
@@ -641,9 +678,12 @@ absl::Status Classifier::Impl::Compile(const Patterns& patterns, const std::stri
       ids.push_back(static_cast<unsigned>(i));
     }
     hs_compile_error_t* compile_error = nullptr;
-    if (hs_compile_multi(exprs.data(), patterns.flags.data(), ids.data(),
-                         static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &db,
-                         &compile_error) != HS_SUCCESS) {
+    key = DatabaseKey(patterns);
+    if (use_precompiled && (db = Precompiled(key)) != nullptr) {
+      precompiled = true;
+    } else if (hs_compile_multi(exprs.data(), patterns.flags.data(), ids.data(),
+                                static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &db,
+                                &compile_error) != HS_SUCCESS) {
       std::string msg = StrCat("rule set '", set_name, "': Hyperscan compile failed: ",
                                compile_error ? compile_error->message : "unknown error");
       hs_free_compile_error(compile_error);
@@ -663,7 +703,7 @@ absl::Status Classifier::Impl::Compile(const Patterns& patterns, const std::stri
 }
 
 absl::StatusOr<std::shared_ptr<const Classifier>> Classifier::Create(
-    std::shared_ptr<const RuleSet> rules) {
+    std::shared_ptr<const RuleSet> rules, bool use_precompiled) {
   std::shared_ptr<Classifier> c(new Classifier(std::move(rules)));
   const RuleSet& set = *c->rules_;
   Patterns patterns;
@@ -673,9 +713,21 @@ absl::StatusOr<std::shared_ptr<const Classifier>> Classifier::Create(
   }
   c->rule_category_.push_back(*set.category_index(set.default_rule().category));
   c->impl_->IndexRules(patterns.expressions.size());
-  absl::Status compiled = c->impl_->Compile(patterns, set.name());
+  absl::Status compiled = c->impl_->Compile(patterns, set.name(), use_precompiled);
   if (!compiled.ok()) return compiled;
   return std::shared_ptr<const Classifier>(std::move(c));
+}
+
+bool Classifier::precompiled() const { return impl_->precompiled; }
+
+std::pair<std::string, std::string> Classifier::SerializedDatabase() const {
+  if (impl_->db == nullptr) return {impl_->key, ""};
+  char* bytes = nullptr;
+  size_t length = 0;
+  if (hs_serialize_database(impl_->db, &bytes, &length) != HS_SUCCESS) throw std::bad_alloc();
+  std::string out(bytes, length);
+  std::free(bytes);
+  return {impl_->key, std::move(out)};
 }
 
 absl::StatusOr<std::shared_ptr<const Classifier>> LoadClassifier(const std::string& ruleset) {

@@ -84,7 +84,7 @@ struct ParsedChunk {
 
 class ChunkParser {
  public:
-  explicit ChunkParser(size_t initial_capacity = 4u << 20);
+  explicit ChunkParser(size_t initial_capacity = 0);
   ~ChunkParser();
   ChunkParser(const ChunkParser&) = delete;
   ChunkParser& operator=(const ChunkParser&) = delete;
