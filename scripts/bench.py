@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""The end-to-end part of scripts/bench (see there). Prints a markdown table."""
+"""The end-to-end part of scripts/bench (see there). Prints a markdown table. With --scaling
+(scripts/bench --scaling) only the scaling table: `stats` and `compare` on Kineto's layout at 1, 2,
+4, ... threads up to the machine's CPUs."""
 import glob
 import json
 import os
@@ -9,7 +11,8 @@ import subprocess
 import sys
 
 CACHE = ".bench-cache"
-SIZES = os.environ.get("BENCH_SIZES", "1G 4G").split()
+SCALING = "--scaling" in sys.argv[1:]
+SIZES = os.environ.get("BENCH_SIZES", "1G" if SCALING else "1G 4G").split()
 # The generator's layouts to measure; Kineto's (what PyTorch writes) is reported first.
 LAYOUTS = sorted(os.environ.get("BENCH_LAYOUTS", "kineto lines compact").split(),
                  key=lambda layout: layout != "kineto")
@@ -28,7 +31,9 @@ def sh(cmd):
     subprocess.run(cmd, shell=True, check=True)
 
 
-def prepare(size, layout):
+def prepare(size, layout, gz=True):
+    """The cached AMD and NVIDIA traces of one size and layout, generated (and, with gz, their
+    gzip copies written) where missing."""
     files = {}
     for plat, seed in (("amd", 1), ("nvidia", 2)):
         path = f"{CACHE}/{plat}_{layout}_{size.lower()}.json"
@@ -36,7 +41,7 @@ def prepare(size, layout):
             print(f"generating {path}", file=sys.stderr)
             sh(f"build/tracefuse-gen --platform {plat} --size {size} --seed {seed} "
                f"--layout {layout} -o {path}")
-        if not os.path.exists(path + ".gz"):
+        if gz and not os.path.exists(path + ".gz"):
             print(f"compressing {path}", file=sys.stderr)
             sh(f"gzip -c {path} > {path}.gz.tmp && mv {path}.gz.tmp {path}.gz")
         files[plat] = path
@@ -78,16 +83,21 @@ def cases_for(size, layout):
     return cases
 
 
+def interleaved(commands):
+    """Median seconds and largest peak RSS (MB) per key of [(key, command)], over RUNS rounds that
+    each run every command once, so drift on a shared machine hits them alike."""
+    samples = {key: [] for key, _cmd in commands}
+    for _ in range(RUNS):
+        for key, cmd in commands:
+            samples[key].append(timed(cmd))
+    return {key: (statistics.median(t for t, _ in s), max(r for _, r in s)) for key, s in samples.items()}
+
+
 def measure(size):
     """Medians (seconds, peak RSS MB) per layout and case name, and each layout's cases. Every
-    layout's runs of one size are interleaved, so drift on a shared machine hits them alike."""
+    layout's runs of one size are interleaved."""
     cases = {layout: cases_for(size, layout) for layout in LAYOUTS}
-    samples = {(layout, c[0]): [] for layout in LAYOUTS for c in cases[layout]}
-    for _ in range(RUNS):
-        for layout in LAYOUTS:
-            for name, cmd, _gb in cases[layout]:
-                samples[(layout, name)].append(timed(cmd))
-    med = {key: (statistics.median(t for t, _ in s), max(r for _, r in s)) for key, s in samples.items()}
+    med = interleaved([((layout, name), cmd) for layout in LAYOUTS for name, cmd, _gb in cases[layout]])
     return med, cases
 
 
@@ -136,6 +146,14 @@ def scaling(layout, rows, pair_gb):
 STAGES = ("read", "inflate", "split", "parse", "classify", "summarize", "reduce", "merge")
 
 
+def stats_cpu(path, threads):
+    """`stats --format json`'s cpu_seconds for one trace: (the stages' CPU seconds, total, serial)."""
+    out = subprocess.run([TF, "stats", path, "--format", "json", "--threads", str(threads)],
+                         capture_output=True, text=True, check=True).stdout
+    cpu = json.loads(out)["cpu_seconds"]
+    return cpu, sum(cpu[s] for s in STAGES), sum(cpu[s] for s in cpu["serial_stages"])
+
+
 def stage_accounting():
     """Rows of `stats --format json`'s per-stage CPU seconds, one run per layout, size and input
     (plain and gzip): where the CPU goes, the serial share and Amdahl's ceiling on the speed-up
@@ -145,19 +163,74 @@ def stage_accounting():
         for size in SIZES:
             a = prepare(size, layout)["amd"]
             for path in (a, a + ".gz"):
-                out = subprocess.run([TF, "stats", path, "--format", "json", "--threads", THREADS],
-                                     capture_output=True, text=True, check=True).stdout
-                cpu = json.loads(out)["cpu_seconds"]
-                total = sum(cpu[s] for s in STAGES)
-                serial = sum(cpu[s] for s in cpu["serial_stages"])
+                cpu, total, serial = stats_cpu(path, THREADS)
                 rows.append([layout, f"stats {size} AMD{', gzip' if path.endswith('.gz') else ''}"]
                             + [f"{cpu[s]:.2f}" for s in STAGES]
                             + [f"{100 * serial / total:.1f} %", f"{total / serial:.1f}x"])
     return rows
 
 
+def machine():
+    """The CPU model, from /proc/cpuinfo where there is one."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")][0]
+    except (OSError, IndexError):
+        pass
+    return cpu
+
+
+def thread_counts():
+    """1, 2, 4, ... doubling up to the CPUs this process may run on (what nproc prints), and that
+    count itself where it is not a power of two."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    counts = [1]
+    while counts[-1] * 2 <= cpus:
+        counts.append(counts[-1] * 2)
+    return counts + ([cpus] if counts[-1] != cpus else [])
+
+
+def scaling_table():
+    """scripts/bench --scaling: `stats` on the AMD trace and `compare --format json` on the pair,
+    Kineto's layout, at each thread count, runs interleaved; speed-up and parallel efficiency
+    against one thread, and Amdahl's ceiling from the per-stage CPU seconds of `stats --threads 1`
+    (total / serial CPU, and at the top thread count min(threads, total / serial))."""
+    counts = thread_counts()
+    print(f"\nMachine: {counts[-1]} CPUs ({machine()}); Kineto layout; medians of {RUNS} interleaved "
+          f"runs, warm page cache.", end="")
+    for size in SIZES:
+        f = prepare(size, "kineto", gz=False)
+        a, n = f["amd"], f["nvidia"]
+        gb_a, gb_n = os.path.getsize(a) / 1e9, os.path.getsize(n) / 1e9
+        med = interleaved([(("stats", k), f"{TF} stats {a} --threads {k}") for k in counts]
+                          + [(("compare", k), f"{TF} compare {a} {n} --format json --threads {k}")
+                             for k in counts])
+        print(f"\n\n{size}: `stats` on the AMD trace ({gb_a:.2f} GB), `compare --format json` on the "
+              f"pair ({gb_a + gb_n:.2f} GB).\n")
+        print("| threads | stats s | stats GB/s | speed-up vs 1 thread | parallel efficiency | compare s "
+              "| speed-up | efficiency | stats peak RSS MB | compare peak RSS MB |")
+        print("|---:" * 10 + "|")
+        for k in counts:
+            (ts, rs), (tc, rc) = med[("stats", k)], med[("compare", k)]
+            su, cu = med[("stats", 1)][0] / ts, med[("compare", 1)][0] / tc
+            print(f"| {k} | {ts:.2f} | {gb_a / ts:.2f} | {su:.2f}x | {100 * su / k:.0f} % | {tc:.2f} "
+                  f"| {cu:.2f}x | {100 * cu / k:.0f} % | {rs:.0f} | {rc:.0f} |")
+        # The serial stages run one thread at a time beside the parallel ones (a pipeline), so a run
+        # takes at least max(serial CPU, total CPU / threads): the ceiling at N threads is
+        # min(N, total / serial), not 1 / (s + (1 - s) / N), which assumes they never overlap.
+        _cpu, total, serial = stats_cpu(a, 1)
+        top = counts[-1]
+        print(f"\nAmdahl ceiling for `stats` (`stats --format json --threads 1` on the AMD trace: "
+              f"{total:.2f} CPU s, serial share {100 * serial / total:.1f} %): "
+              f"{min(top, total / serial):.2f}x at {top} threads (min(threads, total / serial CPU): the "
+              f"serial stages run beside the parallel ones), {total / serial:.2f}x on any number of cores.")
+
+
 def main():
     os.makedirs(CACHE, exist_ok=True)
+    if SCALING:
+        scaling_table()
+        return
     old = [p for p in glob.glob(f"{CACHE}/*.json*") if os.path.basename(p).count("_") == 1]
     if old:
         print(f"note: {CACHE} holds files named without a layout, from before BENCH_LAYOUTS "
@@ -178,12 +251,7 @@ def main():
             row, target = scaling(layout, rows, pair_gb)
             rows.append(row)
             targets.append(target)
-    cpu = platform.processor() or platform.machine()
-    try:
-        cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")][0]
-    except (OSError, IndexError):
-        pass
-    print(f"\nMachine: {os.cpu_count()} CPUs ({cpu}); --threads {THREADS}; medians of {RUNS} interleaved runs, warm page cache.\n")
+    print(f"\nMachine: {os.cpu_count()} CPUs ({machine()}); --threads {THREADS}; medians of {RUNS} interleaved runs, warm page cache.\n")
     print("| layout | run | input GB | median s | GB/s | peak RSS MB | vs floor / gzip |")
     print("|---|---|---:|---:|---:|---:|---|")
     for r in rows:
