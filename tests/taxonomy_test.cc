@@ -193,6 +193,41 @@ TEST(Taxonomy, HarvestedLibraryNamesLandInTheirCategory) {
 }
 
 // Every category is documented by names from at least three libraries.
+// The built-in rule sets' databases compiled at build time (this test links them, as tracefuse
+// does) classify every harvested name as a database compiled at run time does; a rule set that
+// is not built in is compiled.
+TEST(Taxonomy, PrecompiledDatabasesClassifyAsCompiledOnes) {
+  const std::vector<HarvestedName> names = HarvestedNames();
+  for (const std::string& set : RuleSet::BuiltinNames()) {
+    auto rules = RuleSet::Load(set);
+    ASSERT_TRUE(rules.ok()) << rules.status();
+    auto precompiled = Classifier::Create(*rules);
+    auto compiled = Classifier::Create(*rules, /*use_precompiled=*/false);
+    ASSERT_TRUE(precompiled.ok() && compiled.ok()) << set;
+    EXPECT_TRUE((*precompiled)->precompiled()) << set;
+    EXPECT_FALSE((*compiled)->precompiled()) << set;
+    for (const HarvestedName& h : names) {
+      for (Platform p : {Platform::kAmd, Platform::kNvidia, Platform::kUnknown}) {
+        ASSERT_EQ((*precompiled)->Classify(h.name, p), (*compiled)->Classify(h.name, p))
+            << set << ": " << h.name;
+      }
+    }
+  }
+  auto edited = RuleSet::FromYaml(
+      "name: edited\nextends: tracefuse\nrules:\n  - category: GEMM\n    contains: zz_gemm\n",
+      "edited.yaml");
+  ASSERT_TRUE(edited.ok()) << edited.status();
+  auto classifier = Classifier::Create(*edited);
+  ASSERT_TRUE(classifier.ok()) << classifier.status();
+  EXPECT_FALSE((*classifier)->precompiled());
+  EXPECT_EQ(
+      (*classifier)
+          ->category_name(
+              (*classifier)
+                  ->category_of((*classifier)->Classify("my_zz_gemm_kernel", Platform::kAmd))),
+      "GEMM");
+}
+
 TEST(Taxonomy, EveryCategoryHasExamplesFromThreeLibraries) {
   auto c = Load("tracefuse");
   std::map<std::string, std::set<std::string>> libraries;
