@@ -176,7 +176,7 @@ class Decoder {
   static uint32_t Clamp32(size_t n) { return static_cast<uint32_t>(std::min<size_t>(n, 1u << 30)); }
 };
 
-// zlib: every gzip member whatever its header, at about a third of ISA-L's speed.
+// zlib: every gzip member whatever its header, at 35-40 % of ISA-L's speed (bench_inflate).
 class ZlibInflater final : public Decoder {
  public:
   ZlibInflater() { inflateInit2(&zs_, 15 + 16); }
@@ -250,7 +250,7 @@ class IsalInflater final : public Decoder {
     }
   }
 
-  std::unique_ptr<inflate_state> state_;  // 200 KB: on the heap
+  std::unique_ptr<inflate_state> state_;  // 85 KiB: on the heap
 };
 
 // GzipHeader finds where a gzip member's header ends (RFC 1952: ten bytes, then the extra field,
@@ -323,11 +323,11 @@ class GzipHeader {
 };
 
 // gzip, member by member: ISA-L inflates each member, given its header whole, in one piece: ISA-L
-// 2.30 misreads a valid header that arrives in pieces (with a header CRC, "incorrect data check";
-// with a file name cut short before a comment, "invalid block"), as happens where a member starts
-// near the end of a read buffer. The header is read first, copied where it spans pieces. zlib
-// takes the members ISA-L does not handle as zlib does: reserved flag bits, bytes that are no
-// gzip header (trailing garbage), headers over 64 KiB.
+// 2.30 misreads a valid header that arrives in pieces (it rejects every header CRC so read, and
+// a file name cut short before a comment makes it take the comment for deflate data), as happens
+// where a member starts near the end of a read buffer. So the header is read first, and copied
+// where it spans pieces. zlib takes the members ISA-L does not handle as zlib does: reserved flag
+// bits, bytes that are no gzip header (trailing garbage), headers over 64 KiB.
 class GzipInflater final : public Decoder {
  public:
   explicit GzipInflater(GzipInflaterKind kind) : kind_(kind) {}
