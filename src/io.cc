@@ -467,6 +467,7 @@ class DecompressingSource : public ByteSource {
   uint64_t file_bytes() const override { return inner_->file_bytes(); }
   uint64_t file_bytes_read() const override { return compressed_read(); }
   bool compressed() const override { return true; }
+  std::string_view compression() const override { return format_.name; }
   double inflate_cpu_seconds() const override { return inflate_cpu_seconds_; }
 
  private:

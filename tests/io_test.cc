@@ -252,9 +252,23 @@ TEST(ByteSource, ZstdByMagicBytesAndConcatenatedFrames) {
   while ((*src)->Next(&block).value_or(false)) {
   }
   EXPECT_TRUE((*src)->compressed());
+  EXPECT_EQ((*src)->compression(), "zstd");
   EXPECT_EQ((*src)->file_bytes(), zst.size());
   EXPECT_EQ((*src)->file_bytes_read(), zst.size());
   EXPECT_GT((*src)->inflate_cpu_seconds(), 0);
+}
+
+TEST(ByteSource, CompressionNamesTheFormatFoundByMagicBytes) {
+  testing::TempDir dir;
+  const std::string data = TraceLike(1000, 8);
+  const std::pair<std::string, std::string> cases[] = {
+      {data, ""}, {Gzip(data), "gzip"}, {Zstd(data), "zstd"}};
+  for (const auto& [content, format] : cases) {
+    auto src = OpenSource(dir.File("t.json", content));
+    ASSERT_TRUE(src.ok()) << src.status();
+    EXPECT_EQ((*src)->compression(), format);
+    EXPECT_EQ((*src)->compressed(), !format.empty());
+  }
 }
 
 TEST(ByteSource, TruncatedAndCorruptZstd) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 
@@ -51,6 +52,8 @@ class ByteSource {
   // Bytes of the file on disk consumed so far, for progress reporting.
   virtual uint64_t file_bytes_read() const = 0;
   virtual bool compressed() const { return false; }
+  // The compressed format ("gzip", "zstd"), for reports that name it; "" for plain input.
+  virtual std::string_view compression() const { return ""; }
   // CPU seconds spent inflating (or decompressing zstd), for compressed sources (part of Next()'s
   // time).
   virtual double inflate_cpu_seconds() const { return 0; }
