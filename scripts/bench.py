@@ -158,7 +158,7 @@ def scaling(layout, rows, pair_gb):
     return row, (f"{layout}: compare {s1} / {s0} pair time <= {limit:.1f}x", f"{t1 / t0:.2f}x", t1 / t0 <= limit)
 
 
-STAGES = ("read", "inflate", "split", "parse", "classify", "reduce", "merge")
+STAGES = ("read", "inflate", "split", "parse", "classify", "summarize", "reduce", "merge")
 
 
 def stage_accounting():

@@ -92,9 +92,10 @@ class FdHolder {
 // every window's page-table set-up and tear-down goes through the hypervisor.
 class ReadSource : public ByteSource {
  public:
-  ReadSource(std::string path, int fd, uint64_t size, size_t buffer)
+  ReadSource(std::string path, int fd, bool regular, uint64_t size, size_t buffer)
       : ByteSource(std::move(path)),
         fd_(fd),
+        regular_(regular),
         size_(size),
         pool_(std::make_shared<BufferPool>(buffer)) {}
 
@@ -133,6 +134,34 @@ class ReadSource : public ByteSource {
   uint64_t file_bytes() const override { return size_; }
   uint64_t file_bytes_read() const override { return pos_; }
 
+  bool random_access() const override { return regular_; }
+  absl::Status ReadAt(uint64_t offset, size_t size, char* out) const override {
+    size_t have = 0;
+    while (have < size) {
+      if (InterruptSignal() != 0) {
+        return InterruptedError(StrCat("at byte ", offset + have, " of ", path()));
+      }
+      ssize_t n = pread(fd_.get(), out + have, size - have, static_cast<off_t>(offset + have));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(path(), errno);
+      }
+      if (n == 0) {
+        return absl::UnavailableError(
+            StrCat(path(), ": the file shrank while it was read (", offset + have, " bytes left)"));
+      }
+      have += static_cast<size_t>(n);
+    }
+    return absl::OkStatus();
+  }
+  void SeekTo(uint64_t offset) override {
+    if (offset == pos_ && !peeked_) return;
+    peeked_.reset();
+    pos_ = offset;
+    eof_ = false;
+    lseek(fd_.get(), static_cast<off_t>(offset), SEEK_SET);
+  }
+
   // The first block of the input, read ahead (and kept for Next) so that its magic bytes can be
   // told on pipes too; empty for an empty input.
   absl::StatusOr<std::string_view> Peek() {
@@ -148,6 +177,7 @@ class ReadSource : public ByteSource {
 
  private:
   FdHolder fd_;
+  bool regular_;
   uint64_t size_;  // 0 for pipes
   std::optional<Block> peeked_;
   std::shared_ptr<BufferPool> pool_;
@@ -500,6 +530,11 @@ std::optional<Format> Sniff(std::string_view head) {
 
 }  // namespace
 
+absl::Status ByteSource::ReadAt(uint64_t, size_t, char*) const {
+  return absl::UnimplementedError(StrCat(path(), ": not a regular uncompressed file"));
+}
+void ByteSource::SeekTo(uint64_t) {}
+
 absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& path,
                                                        const SourceOptions& options) {
   int fd = path == "-" ? STDIN_FILENO : open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -520,8 +555,8 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& path,
     return absl::InvalidArgumentError(StrCat(path, ": empty file"));
   }
   if (regular) posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  auto raw = std::make_unique<ReadSource>(path, fd, regular ? static_cast<uint64_t>(st.st_size) : 0,
-                                          options.window_bytes);
+  auto raw = std::make_unique<ReadSource>(
+      path, fd, regular, regular ? static_cast<uint64_t>(st.st_size) : 0, options.window_bytes);
   absl::StatusOr<std::string_view> head = raw->Peek();
   if (!head.ok()) return head.status();
   const std::optional<Format> format = Sniff(*head);

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "simdjson.h"
+#include "tracefuse/host.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -122,6 +123,7 @@ struct ChunkParser::Impl {
   std::vector<char> buffer;
   size_t capacity = 0;
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_names;
+  double read_cpu_seconds = 0;  // of the last CopyChunk()
 
   void Reserve(size_t bytes) {
     if (bytes <= capacity) return;
@@ -132,17 +134,27 @@ struct ChunkParser::Impl {
 
   // CopyChunk() lays the chunk's events, with their separators, into the padded buffer as one
   // JSON array, and returns its length.
-  size_t CopyChunk(const EventChunk& chunk) {
+  absl::StatusOr<size_t> CopyChunk(const EventChunk& chunk) {
     const size_t len = chunk.bytes() + 2;
     Reserve(len);
     char* buf = buffer.data();
     buf[0] = '[';
     size_t at = 1;
+    if (chunk.file != nullptr) {
+      const double started = ThreadCpuSeconds();
+      absl::Status read = chunk.file->ReadAt(chunk.begin, chunk.bytes(), buf + at);
+      read_cpu_seconds = ThreadCpuSeconds() - started;
+      if (!read.ok()) return read;
+      at += chunk.bytes();
+    }
     for (const Block& piece : chunk.pieces) {
       std::memcpy(buf + at, piece.data, piece.size);
       at += piece.size;
     }
     buf[at] = ']';
+    // simdjson reads its end sentinel from the first padding byte: spaces there, not a previous
+    // chunk's bytes, so an array cut short is an error rather than closed by leftovers.
+    std::memset(buf + len, ' ', simdjson::SIMDJSON_PADDING);
     return len;
   }
 
@@ -158,6 +170,10 @@ struct ChunkParser::Impl {
                          simdjson::error_code err, od::document* doc) const {
     const char* where = nullptr;
     if (doc == nullptr || doc->current_location().get(where) != simdjson::SUCCESS) where = nullptr;
+    return Malformed(chunk, len, display_name, err, where);
+  }
+  absl::Status Malformed(const EventChunk& chunk, size_t len, const std::string& display_name,
+                         simdjson::error_code err, const char* where) const {
     return absl::InvalidArgumentError(StrCat(display_name, ": malformed JSON at byte ",
                                              Offset(chunk, len, where), ": ",
                                              simdjson::error_message(err)));
@@ -202,6 +218,56 @@ struct ChunkParser::Impl {
 };
 
 namespace {
+
+// FindStringError() and FindUtf8Error() locate what simdjson's first pass rejects without saying
+// where, so the offset in the message does not depend on where the chunk began. The first
+// control character inside a string, or the opening quote of a string left unclosed (nullptr
+// when neither).
+const char* FindStringError(std::string_view json) {
+  const char* opening = nullptr;
+  bool escaped = false;
+  for (const char& c : json) {
+    if (opening == nullptr) {
+      if (c == '"') opening = &c;
+    } else if (escaped) {
+      escaped = false;
+    } else if (c == '\\') {
+      escaped = true;
+    } else if (c == '"') {
+      opening = nullptr;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      return &c;
+    }
+  }
+  return opening;
+}
+
+// FindUtf8Error() returns the first byte of `json` that does not start or continue a valid UTF-8
+// sequence (RFC 3629: shortest form, no surrogates, at most U+10FFFF), or nullptr.
+const char* FindUtf8Error(std::string_view json) {
+  const auto* p = reinterpret_cast<const unsigned char*>(json.data());
+  const auto* end = p + json.size();
+  while (p < end) {
+    const unsigned char c = *p;
+    int length = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
+    if (length == 0 || end - p < length) return reinterpret_cast<const char*>(p);
+    uint32_t code = length == 1 ? c : c & (0x7F >> length);
+    for (int i = 1; i < length; ++i) {
+      if ((p[i] & 0xC0) != 0x80) return reinterpret_cast<const char*>(p);
+      code = (code << 6) | (p[i] & 0x3F);
+    }
+    static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kSmallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+      return reinterpret_cast<const char*>(p);
+    }
+    p += length;
+  }
+  return nullptr;
+}
 
 uint64_t& CategorySlot(std::string_view cat, ParsedChunk* out) {
   for (auto& entry : out->categories)
@@ -297,14 +363,25 @@ absl::Status ChunkParser::Parse(const EventChunk& chunk, const std::string& disp
   out->seq = chunk.seq;
   out->begin = chunk.begin;
   out->bytes = chunk.bytes();
-  const size_t len = im.CopyChunk(chunk);
+  im.read_cpu_seconds = 0;
+  absl::StatusOr<size_t> copied = im.CopyChunk(chunk);
+  out->read_cpu_seconds = im.read_cpu_seconds;
+  if (!copied.ok()) return copied.status();
+  const size_t len = *copied;
 
   od::document doc;
   simdjson::error_code err = im.parser.iterate(im.buffer.data(), len, im.buffer.size()).get(doc);
-  if (err) return im.Malformed(chunk, len, display_name, err, nullptr);
+  if (err) {
+    const std::string_view json(im.buffer.data(), len);
+    const char* where = err == simdjson::UTF8_ERROR ? FindUtf8Error(json)
+                        : err == simdjson::UNESCAPED_CHARS || err == simdjson::UNCLOSED_STRING
+                            ? FindStringError(json)
+                            : nullptr;
+    return im.Malformed(chunk, len, display_name, err, where);
+  }
   od::array events;
   if ((err = doc.get_array().get(events))) {
-    return im.Malformed(chunk, len, display_name, err, nullptr);
+    return im.Malformed(chunk, len, display_name, err, static_cast<const char*>(nullptr));
   }
   im.local_names.clear();
   for (auto item : events) {
@@ -321,6 +398,12 @@ absl::Status ChunkParser::Parse(const EventChunk& chunk, const std::string& disp
     } else if (f.have_name && IsRuntimeCategory(f.cat)) {
       CountRuntimeCall(f, &out->evidence);
     }
+  }
+  // A chunk cut speculatively inside an event, or past the end of the events array, closes the
+  // array early and leaves bytes after it.
+  const char* rest = nullptr;
+  if (doc.current_location().get(rest) == simdjson::SUCCESS) {
+    return im.Malformed(chunk, len, display_name, simdjson::TAPE_ERROR, &doc);
   }
   return absl::OkStatus();
 }

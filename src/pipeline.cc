@@ -9,6 +9,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "fmt/ranges.h"
@@ -55,7 +56,8 @@ struct Work {
   EventChunk chunk;
   ParsedChunk parsed;
   std::vector<RuleId> name_rules;  // per distinct name of `parsed`
-  absl::Status status;             // of the parse
+  ChunkSummary summary;
+  absl::Status status;  // of the parse
 };
 
 // Work items, recycled: a ParsedChunk keeps its vectors' capacity between uses. The limiter
@@ -123,19 +125,29 @@ absl::StatusOr<TraceMetadata> LeadingMetadata(const EventSplitter& splitter,
   return ParseTraceMetadata(StrCat(splitter.leading_metadata_json(), "]}"), path);
 }
 
-// ChunkSource is the serial front of the graph: it reads blocks, splits them into chunks of
-// whole events and, as soon as the keys before `traceEvents` have been read, detects the
-// platform that names are classified with (the reducer re-classifies if the final detection,
-// which also weighs event evidence, differs).
+// Speculative cuts need an input that can be read again from a rejected chunk on.
+bool CanReadTwice(const std::string& path) {
+  std::error_code ec;
+  return path != "-" && std::filesystem::is_regular_file(path, ec);
+}
+
+// ChunkSource is the serial front of the graph: it reads blocks, cuts them into chunks of whole
+// events and, as soon as the keys before `traceEvents` have been read, detects the platform that
+// names are classified with (the reducer re-classifies if the final detection, which also weighs
+// event evidence, differs).
 class ChunkSource {
  public:
   ChunkSource(const std::string& path, std::unique_ptr<ByteSource> bytes,
               const PipelineOptions& options, SharedProgress* progress, size_t trace_index)
       : path_(path),
+        window_bytes_(options.window_bytes),
         bytes_(std::move(bytes)),
-        splitter_(path, SplitterOptions{options.chunk_bytes}),
+        chunker_(path, ChunkerOptions{options.chunk_bytes,
+                                      options.speculative_cuts && CanReadTwice(path)}),
         progress_(progress),
-        trace_index_(trace_index) {}
+        trace_index_(trace_index) {
+    if (bytes_->random_access()) chunker_.UseFile(bytes_.get());
+  }
 
   // Next() moves the next chunk into `chunk`; false at the end of the input or on an error
   // (then status() says which).
@@ -149,75 +161,110 @@ class ChunkSource {
     return true;
   }
 
+  // Restart() reads the input again from `rejected`, a speculative chunk whose parse failed.
+  absl::Status Restart(const EventChunk& rejected) {
+    chunker_.Restart(rejected);
+    if (!bytes_->random_access()) {  // read the stream again from its start
+      absl::StatusOr<std::unique_ptr<ByteSource>> bytes =
+          OpenSource(path_, SourceOptions{window_bytes_});
+      if (!bytes.ok()) return bytes.status();
+      inflate_cpu_ += bytes_->inflate_cpu_seconds();
+      bytes_ = std::move(*bytes);
+    }
+    pending_.clear();
+    status_ = absl::OkStatus();
+    done_ = false;
+    return absl::OkStatus();
+  }
+
   const absl::Status& status() const { return status_; }
   Platform classify_platform() const { return classify_platform_.load(); }
 
   // Metadata() checks that the input was a Kineto trace and parses its top-level keys; call it
   // once every chunk has been handed out.
   absl::StatusOr<TraceMetadata> Metadata() const {
-    if (!splitter_.events_started()) {
-      absl::StatusOr<TraceMetadata> meta = ParseTraceMetadata(splitter_.metadata_json(), path_);
+    const EventSplitter& splitter = chunker_.splitter();
+    if (!splitter.events_started()) {
+      absl::StatusOr<TraceMetadata> meta = ParseTraceMetadata(splitter.metadata_json(), path_);
       std::string keys = meta.ok() ? fmt::format("{}", fmt::join(meta->keys, ", ")) : "";
       return absl::InvalidArgumentError(
           StrCat(path_, ": not a Kineto trace: no traceEvents array",
                  keys.empty() ? "" : StrCat(" (top-level keys: ", keys, ")")));
     }
-    if (splitter_.metadata_truncated()) {
+    if (splitter.metadata_truncated()) {
       return absl::InvalidArgumentError(
           StrCat(path_,
                  ": unsupported trace: its top-level keys other than traceEvents hold more "
                  "than 64 MiB"));
     }
-    return ParseTraceMetadata(splitter_.metadata_json(), path_);
+    return ParseTraceMetadata(splitter.metadata_json(), path_);
   }
 
-  uint64_t input_bytes() const { return splitter_.bytes_scanned(); }
-  // The serial front's CPU seconds: reading (less inflation), inflation, splitting.
+  uint64_t input_bytes() const { return chunker_.bytes_fed(); }
+  // The serial front's CPU seconds: reading (less inflation), inflation, cutting into chunks.
   double read_cpu_seconds() const { return read_and_inflate_cpu_ - inflate_cpu_seconds(); }
-  double inflate_cpu_seconds() const { return bytes_->inflate_cpu_seconds(); }
+  double inflate_cpu_seconds() const { return inflate_cpu_ + bytes_->inflate_cpu_seconds(); }
   double split_cpu_seconds() const { return split_cpu_; }
   uint64_t file_bytes() const {
-    return bytes_->compressed() ? bytes_->file_bytes_read() : splitter_.bytes_scanned();
+    return bytes_->compressed() ? bytes_->file_bytes_read() : chunker_.bytes_fed();
   }
   bool compressed() const { return bytes_->compressed(); }
+  bool random_access() const { return bytes_->random_access(); }
+  uint64_t rejected_cuts() const { return chunker_.rejected(); }
 
  private:
   absl::Status ReadBlock() {
+    produced_.clear();
+    absl::Status st = chunker_.cutting_file() ? CutFile() : FeedBlock();
+    // Chunks cut before an error go on: an error inside them comes first in the input.
+    for (EventChunk& c : produced_) pending_.push_back(std::move(c));
+    if (!st.ok()) return st;
+    if (!platform_checked_ && chunker_.splitter().events_started()) DetectEarlyPlatform();
+    if (progress_ != nullptr) {
+      progress_->Update(trace_index_, file_bytes(), bytes_->file_bytes(), chunker_.bytes_fed());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CutFile() {
+    const double started = ThreadCpuSeconds();
+    absl::Status st = chunker_.CutFile(&produced_);
+    split_cpu_ += ThreadCpuSeconds() - started;
+    return st;
+  }
+
+  absl::Status FeedBlock() {
+    if (std::optional<uint64_t> at = chunker_.TakeSeek(); at && bytes_->random_access()) {
+      bytes_->SeekTo(*at);
+    }
     Block block;
     const double read_started = ThreadCpuSeconds();
     absl::StatusOr<bool> more = bytes_->Next(&block);
     const double split_started = ThreadCpuSeconds();
     read_and_inflate_cpu_ += split_started - read_started;
     if (!more.ok()) return more.status();
-    produced_.clear();
     absl::Status st;
     if (*more) {
-      st = splitter_.Feed(block, &produced_);
+      st = chunker_.Feed(block, &produced_);
     } else {
-      st = splitter_.Finish();
+      st = chunker_.Finish(&produced_);
       done_ = true;
     }
     split_cpu_ += ThreadCpuSeconds() - split_started;
-    if (!st.ok()) return st;
-    if (!platform_checked_ && splitter_.events_started()) DetectEarlyPlatform();
-    for (EventChunk& c : produced_) pending_.push_back(std::move(c));
-    if (progress_ != nullptr) {
-      progress_->Update(trace_index_, bytes_->file_bytes_read(), bytes_->file_bytes(),
-                        splitter_.bytes_scanned());
-    }
-    return absl::OkStatus();
+    return st;
   }
 
   void DetectEarlyPlatform() {
     platform_checked_ = true;
-    absl::StatusOr<TraceMetadata> early = LeadingMetadata(splitter_, path_);
+    absl::StatusOr<TraceMetadata> early = LeadingMetadata(chunker_.splitter(), path_);
     std::string why;
     if (early.ok()) classify_platform_ = DetectPlatform(*early, {}, {}, &why);
   }
 
   const std::string& path_;
+  size_t window_bytes_;
   std::unique_ptr<ByteSource> bytes_;
-  EventSplitter splitter_;
+  EventChunker chunker_;
   SharedProgress* progress_;
   size_t trace_index_;
   std::deque<EventChunk> pending_;
@@ -226,6 +273,7 @@ class ChunkSource {
   bool done_ = false;
   bool platform_checked_ = false;
   double read_and_inflate_cpu_ = 0;
+  double inflate_cpu_ = 0;  // of sources closed by a restart
   double split_cpu_ = 0;
   // Written by the source node before the first chunk leaves it; read by the parallel stage.
   std::atomic<Platform> classify_platform_{Platform::kUnknown};
@@ -235,14 +283,17 @@ int64_t Nanos(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
 
 // FinishProfile() completes a streamed trace: its metadata, the reducer's last step (platform
 // detection, re-classification if needed) and what was read.
+// `parallel_read`: CPU seconds the parallel stage spent reading chunks from the file.
 absl::StatusOr<TraceProfile> FinishProfile(const std::string& path, const ChunkSource& source,
                                            TraceReducer* reducer, StageCpuSeconds cpu,
+                                           double parallel_read,
                                            std::chrono::steady_clock::time_point started) {
   const double merge_started = ThreadCpuSeconds();
   absl::StatusOr<TraceMetadata> metadata = source.Metadata();
   if (!metadata.ok()) return metadata.status();
   TraceProfile profile = reducer->Finish(std::move(*metadata), source.classify_platform());
-  cpu.read = source.read_cpu_seconds();
+  cpu.read = source.read_cpu_seconds() + parallel_read;
+  cpu.parallel_read = source.random_access();
   cpu.inflate = source.inflate_cpu_seconds();
   cpu.split = source.split_cpu_seconds();
   cpu.merge = ThreadCpuSeconds() - merge_started;
@@ -251,16 +302,140 @@ absl::StatusOr<TraceProfile> FinishProfile(const std::string& path, const ChunkS
   profile.input_bytes = source.input_bytes();
   profile.file_bytes = source.file_bytes();
   profile.compressed = source.compressed();
+  profile.rejected_cuts = source.rejected_cuts();
   profile.elapsed_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return profile;
 }
 
-// RunGraph() streams one trace through the flow graph:
-//   source (serial: read + split) -> limiter -> parse + classify (parallel) -> sequencer
-//     -> reduce (serial, in input order) -> back to the limiter
+// TraceRun streams one trace through the flow graph:
+//   source (serial: read, cut into chunks) -> limiter -> parse + classify (parallel)
+//     -> sequencer -> reduce (serial, in input order) -> back to the limiter
 // The first error stops every stage; an error inside a chunk is reported before any error the
-// reader met further on.
+// reader met further on. A speculative chunk that fails to parse ends the pass instead: the
+// chunks after it are dropped unreduced, and the next pass reads again from it.
+class TraceRun {
+ public:
+  TraceRun(const std::string& path, std::unique_ptr<ByteSource> bytes,
+           std::shared_ptr<const Classifier> classifier, const PipelineOptions& options,
+           size_t threads, SharedProgress* progress, size_t trace_index)
+      : path_(path),
+        threads_(threads),
+        source_(path, std::move(bytes), options, progress, trace_index),
+        keep_kernel_records_(options.keep_kernel_records),
+        reducer_(classifier, options.keep_kernel_records),
+        classifiers_([this, classifier] {
+          // Each thread's cache is made on its first chunk, after the platform is detected.
+          return CachedClassifier(classifier, source_.classify_platform());
+        }) {}
+
+  absl::StatusOr<TraceProfile> Run(std::chrono::steady_clock::time_point started) {
+    while (true) {
+      absl::Status pass = RunPass();
+      if (!pass.ok()) return pass;
+      if (!rejected_) break;
+      absl::Status restarted = source_.Restart(*rejected_);
+      if (!restarted.ok()) return restarted;
+      rejected_.reset();
+    }
+    auto seconds = [&](ParallelStage s) { return double(parallel_cpu_ns_[s].load()) * 1e-9; };
+    cpu_.parse = seconds(kParse);
+    cpu_.classify = seconds(kClassify);
+    cpu_.summarize = seconds(kSummarize);
+    return FinishProfile(path_, source_, &reducer_, cpu_, seconds(kRead), started);
+  }
+
+ private:
+  // ParseAndClassify() is the parallel stage: parse, classify and summarize one chunk.
+  Work* ParseAndClassify(Work* w) {
+    if (!stop_.load(std::memory_order_relaxed)) {
+      const double parse_started = ThreadCpuSeconds();
+      w->status = Parsers().local().Parse(w->chunk, path_, &w->parsed);
+      const double classify_started = ThreadCpuSeconds();
+      if (w->status.ok()) classifiers_.local().ClassifyNames(w->parsed, &w->name_rules);
+      const double summarize_started = ThreadCpuSeconds();
+      if (w->status.ok()) w->summary.Summarize(w->parsed, keep_kernel_records_);
+      const double read = w->parsed.read_cpu_seconds;
+      parallel_cpu_ns_[kRead].fetch_add(Nanos(read), std::memory_order_relaxed);
+      parallel_cpu_ns_[kParse].fetch_add(Nanos(classify_started - parse_started - read),
+                                         std::memory_order_relaxed);
+      parallel_cpu_ns_[kClassify].fetch_add(Nanos(summarize_started - classify_started),
+                                            std::memory_order_relaxed);
+      parallel_cpu_ns_[kSummarize].fetch_add(Nanos(ThreadCpuSeconds() - summarize_started),
+                                             std::memory_order_relaxed);
+    }
+    w->chunk.pieces.clear();  // release the input blocks as early as possible
+    return w;
+  }
+
+  void Reduce(Work* w) {
+    if (!stop_.load(std::memory_order_relaxed)) {
+      if (w->status.ok()) {
+        const double reduce_started = ThreadCpuSeconds();
+        reducer_.Consume(w->parsed, w->summary, w->name_rules);
+        cpu_.reduce += ThreadCpuSeconds() - reduce_started;
+      } else if (w->chunk.speculative && absl::IsInvalidArgument(w->status)) {
+        rejected_ = std::move(w->chunk);
+        stop_ = true;
+      } else {
+        reduce_error_ = w->status;
+        stop_ = true;
+      }
+    }
+  }
+
+  // RunPass() runs the graph until the input ends, an error stops it or a speculative chunk is
+  // rejected.
+  absl::Status RunPass() {
+    stop_ = false;
+    tbb::flow::graph g;
+    tbb::flow::input_node<Work*> read_and_cut(g, [&](tbb::flow_control& fc) -> Work* {
+      Work* w = pool_.Acquire();
+      if (stop_.load(std::memory_order_relaxed) || !source_.Next(&w->chunk)) {
+        pool_.Release(w);
+        fc.stop();
+        return nullptr;
+      }
+      return w;
+    });
+    tbb::flow::limiter_node<Work*> limiter(g, 2 * threads_ + 2);
+    tbb::flow::function_node<Work*, Work*> parse_and_classify(
+        g, tbb::flow::unlimited, [&](Work* w) { return ParseAndClassify(w); });
+    tbb::flow::sequencer_node<Work*> in_order(g, [](Work* const& w) { return w->chunk.seq; });
+    tbb::flow::function_node<Work*, tbb::flow::continue_msg> reduce(
+        g, tbb::flow::serial, [&](Work* w) {
+          Reduce(w);
+          pool_.Release(w);
+          return tbb::flow::continue_msg();
+        });
+    tbb::flow::make_edge(read_and_cut, limiter);
+    tbb::flow::make_edge(limiter, parse_and_classify);
+    tbb::flow::make_edge(parse_and_classify, in_order);
+    tbb::flow::make_edge(in_order, reduce);
+    tbb::flow::make_edge(reduce, limiter.decrementer());
+    read_and_cut.activate();
+    g.wait_for_all();
+
+    if (!reduce_error_.ok()) return reduce_error_;
+    if (rejected_) return absl::OkStatus();  // the source's own error, if any, lies beyond
+    return source_.status();
+  }
+
+  const std::string& path_;
+  size_t threads_;
+  ChunkSource source_;
+  bool keep_kernel_records_;
+  TraceReducer reducer_;
+  tbb::enumerable_thread_specific<CachedClassifier> classifiers_;
+  WorkPool pool_;
+  absl::Status reduce_error_;
+  std::optional<EventChunk> rejected_;
+  std::atomic<bool> stop_{false};
+  enum ParallelStage { kRead, kParse, kClassify, kSummarize, kParallelStages };
+  std::atomic<int64_t> parallel_cpu_ns_[kParallelStages] = {};  // atomic<double>: no fetch_add
+  StageCpuSeconds cpu_;  // the serial stages write theirs directly
+};
+
 absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
                                       std::shared_ptr<const Classifier> classifier,
                                       const PipelineOptions& options, size_t threads,
@@ -269,73 +444,9 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
   absl::StatusOr<std::unique_ptr<ByteSource>> bytes =
       OpenSource(path, SourceOptions{options.window_bytes});
   if (!bytes.ok()) return bytes.status();
-  ChunkSource source(path, std::move(*bytes), options, progress, trace_index);
-  TraceReducer reducer(classifier, options.keep_kernel_records);
-  // Each thread's cache is made on its first chunk, after the platform has been detected.
-  tbb::enumerable_thread_specific<CachedClassifier> classifiers(
-      [&] { return CachedClassifier(classifier, source.classify_platform()); });
-  WorkPool pool;
-  absl::Status reduce_error;
-  std::atomic<bool> stop{false};
-  std::atomic<int64_t> parse_cpu_ns{0}, classify_cpu_ns{0};  // atomic<double> has no fetch_add
-  StageCpuSeconds cpu;  // the serial stages write theirs directly
-
-  tbb::flow::graph g;
-  tbb::flow::input_node<Work*> read_and_split(g, [&](tbb::flow_control& fc) -> Work* {
-    Work* w = pool.Acquire();
-    if (stop.load(std::memory_order_relaxed) || !source.Next(&w->chunk)) {
-      pool.Release(w);
-      fc.stop();
-      return nullptr;
-    }
-    return w;
-  });
-  tbb::flow::limiter_node<Work*> limiter(g, 2 * threads + 2);
-  tbb::flow::function_node<Work*, Work*> parse_and_classify(
-      g, tbb::flow::unlimited, [&](Work* w) -> Work* {
-        if (!stop.load(std::memory_order_relaxed)) {
-          const double parse_started = ThreadCpuSeconds();
-          w->status = Parsers().local().Parse(w->chunk, path, &w->parsed);
-          const double classify_started = ThreadCpuSeconds();
-          if (w->status.ok()) classifiers.local().ClassifyNames(w->parsed, &w->name_rules);
-          parse_cpu_ns.fetch_add(Nanos(classify_started - parse_started),
-                                 std::memory_order_relaxed);
-          classify_cpu_ns.fetch_add(Nanos(ThreadCpuSeconds() - classify_started),
-                                    std::memory_order_relaxed);
-        }
-        w->chunk.pieces.clear();  // release the input blocks as early as possible
-        return w;
-      });
-  tbb::flow::sequencer_node<Work*> in_order(g, [](Work* const& w) { return w->chunk.seq; });
-  tbb::flow::function_node<Work*, tbb::flow::continue_msg> reduce(
-      g, tbb::flow::serial, [&](Work* w) {
-        if (reduce_error.ok() && !stop.load(std::memory_order_relaxed)) {
-          if (w->status.ok()) {
-            const double reduce_started = ThreadCpuSeconds();
-            reducer.Consume(w->parsed, w->name_rules);
-            cpu.reduce += ThreadCpuSeconds() - reduce_started;
-          } else {
-            reduce_error = w->status;
-            stop = true;
-          }
-        }
-        pool.Release(w);
-        return tbb::flow::continue_msg();
-      });
-
-  tbb::flow::make_edge(read_and_split, limiter);
-  tbb::flow::make_edge(limiter, parse_and_classify);
-  tbb::flow::make_edge(parse_and_classify, in_order);
-  tbb::flow::make_edge(in_order, reduce);
-  tbb::flow::make_edge(reduce, limiter.decrementer());
-  read_and_split.activate();
-  g.wait_for_all();
-
-  if (!reduce_error.ok()) return reduce_error;
-  if (!source.status().ok()) return source.status();
-  cpu.parse = static_cast<double>(parse_cpu_ns.load()) * 1e-9;
-  cpu.classify = static_cast<double>(classify_cpu_ns.load()) * 1e-9;
-  return FinishProfile(path, source, &reducer, cpu, started);
+  TraceRun run(path, std::move(*bytes), std::move(classifier), options, threads, progress,
+               trace_index);
+  return run.Run(started);
 }
 
 absl::StatusOr<std::vector<TraceProfile>> ProfileInArena(

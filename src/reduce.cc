@@ -55,11 +55,92 @@ TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool ke
   profile_.classifier = std::move(classifier);
 }
 
+void ChunkSummary::Summarize(const ParsedChunk& chunk, bool kernel_groups) {
+  name_kernels.assign(chunk.name_count(), 0);
+  name_time_ns.assign(chunk.name_count(), 0);
+  group_correlation.clear();
+  group_size.clear();
+  kernel_group.clear();
+  kernels_without_correlation = 0;
+  group_ids_.clear();
+  // Graph replays put long runs of kernels under one correlation id: remember the last one.
+  int64_t last_correlation = 0;
+  uint32_t last_group = kNoGroup;
+  for (const KernelEvent& k : chunk.kernels) {
+    uint32_t group = kNoGroup;
+    if (k.flags & KernelEvent::kHasCorrelation) {
+      if (last_group == kNoGroup || k.correlation != last_correlation) {
+        auto [it, inserted] =
+            group_ids_.try_emplace(k.correlation, static_cast<uint32_t>(group_size.size()));
+        if (inserted) {
+          group_correlation.push_back(k.correlation);
+          group_size.push_back(0);
+        }
+        last_correlation = k.correlation;
+        last_group = it->second;
+      }
+      group = last_group;
+      ++group_size[group];
+    } else {
+      ++kernels_without_correlation;
+    }
+    ++name_kernels[k.name];
+    name_time_ns[k.name] += k.dur_ns;
+    if (kernel_groups) kernel_group.push_back(group);
+  }
+}
+
+uint32_t* GroupIndex::Page(int64_t page_id) {
+  if (last_page_ != nullptr && page_id == last_page_id_) return last_page_;
+  std::unique_ptr<uint32_t[]>& page = pages_[page_id];
+  if (page == nullptr) {
+    page = std::make_unique<uint32_t[]>(size_t{1} << kPageBits);
+    std::fill_n(page.get(), size_t{1} << kPageBits, kNone);
+  }
+  last_page_id_ = page_id;
+  last_page_ = page.get();
+  return last_page_;
+}
+
+std::pair<uint32_t, bool> GroupIndex::FindOrAdd(int64_t correlation, uint32_t next) {
+  if (!sparse_ && pages_.size() > 64 && (pages_.size() << kPageBits) > 16 * groups_) {
+    // Too few ids per page: move them to a hash map.
+    sparse_ = true;
+    for (const auto& [page_id, page] : pages_) {
+      for (size_t i = 0; i < (size_t{1} << kPageBits); ++i) {
+        if (page[i] != kNone)
+          sparse_ids_.emplace(page_id * (int64_t{1} << kPageBits) + int64_t(i), page[i]);
+      }
+    }
+    pages_.clear();
+    last_page_ = nullptr;
+  }
+  if (sparse_) {
+    auto [it, inserted] = sparse_ids_.try_emplace(correlation, next);
+    groups_ += inserted;
+    return {it->second, inserted};
+  }
+  uint32_t& slot = Page(correlation >> kPageBits)[correlation & ((1 << kPageBits) - 1)];
+  if (slot != kNone) return {slot, false};
+  slot = next;
+  ++groups_;
+  return {next, true};
+}
+
+void GroupIndex::Clear() { *this = GroupIndex(); }
+
 void TraceReducer::Consume(const ParsedChunk& chunk, const std::vector<RuleId>& name_rules) {
+  summary_.Summarize(chunk, keep_kernel_records_);
+  Consume(chunk, summary_, name_rules);
+}
+
+void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary,
+                           const std::vector<RuleId>& name_rules) {
   TraceProfile& p = profile_;
   p.events += chunk.events;
   p.kernels_with_bad_times += chunk.kernels_with_bad_times;
   p.kernel_count += chunk.kernels.size();
+  p.kernels_without_correlation += summary.kernels_without_correlation;
   p.evidence.Add(chunk.evidence);
   for (const std::pair<std::string, uint64_t>& added : chunk.categories) {
     auto it = std::find_if(p.event_categories.begin(), p.event_categories.end(),
@@ -84,35 +165,28 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const std::vector<RuleId>& 
       p.name_time_ns.push_back(0);
     }
     local_to_global_[i] = it->second;
+    p.name_kernels[it->second] += summary.name_kernels[i];
+    p.name_time_ns[it->second] += summary.name_time_ns[i];
   }
 
-  // Graph replays put long runs of kernels under one correlation id: remember the last one.
-  int64_t last_correlation = 0;
-  uint32_t last_group = kNoGroup;
-  for (const KernelEvent& k : chunk.kernels) {
-    uint32_t name = local_to_global_[k.name];
-    uint32_t group = kNoGroup;
-    if (k.flags & KernelEvent::kHasCorrelation) {
-      if (last_group != kNoGroup && k.correlation == last_correlation) {
-        group = last_group;
-      } else {
-        auto [it, inserted] =
-            group_ids_.try_emplace(k.correlation, static_cast<uint32_t>(p.group_size.size()));
-        if (inserted) {
-          p.group_correlation.push_back(k.correlation);
-          p.group_size.push_back(0);
-        }
-        group = it->second;
-        last_correlation = k.correlation;
-        last_group = group;
-      }
-      ++p.group_size[group];
-    } else {
-      ++p.kernels_without_correlation;
+  group_local_to_global_.resize(summary.group_size.size());
+  for (size_t g = 0; g < summary.group_size.size(); ++g) {
+    auto [group, inserted] = group_ids_.FindOrAdd(summary.group_correlation[g],
+                                                  static_cast<uint32_t>(p.group_size.size()));
+    if (inserted) {
+      p.group_correlation.push_back(summary.group_correlation[g]);
+      p.group_size.push_back(0);
     }
-    p.name_kernels[name] += 1;
-    p.name_time_ns[name] += k.dur_ns;
-    if (keep_kernel_records_) p.kernels.push_back(KernelRecord{k.ts_ns, k.dur_ns, name, group});
+    p.group_size[group] += summary.group_size[g];
+    group_local_to_global_[g] = group;
+  }
+
+  if (!keep_kernel_records_) return;
+  for (size_t i = 0; i < chunk.kernels.size(); ++i) {
+    const KernelEvent& k = chunk.kernels[i];
+    const uint32_t local = summary.kernel_group[i];
+    p.kernels.push_back(KernelRecord{k.ts_ns, k.dur_ns, local_to_global_[k.name],
+                                     local == kNoGroup ? kNoGroup : group_local_to_global_[local]});
   }
 }
 
@@ -129,7 +203,7 @@ TraceProfile TraceReducer::Finish(TraceMetadata metadata, Platform classified_wi
   std::stable_sort(p.event_categories.begin(), p.event_categories.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   name_ids_.clear();
-  group_ids_.clear();
+  group_ids_.Clear();
   return std::move(p);
 }
 

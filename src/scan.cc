@@ -1,5 +1,6 @@
 #include "tracefuse/scan.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "tracefuse/strings.h"
@@ -303,7 +304,10 @@ absl::Status EventSplitter::OnClose(char c, uint64_t offset, const Block& block,
                                     std::vector<EventChunk>* out) {
   if (stack_.empty()) return Error(offset, StrCat("unexpected ", Printable(c)));
   char open = stack_.back();
-  if ((open == '{') != (c == '}')) {
+  // Inside an event's values only the depth is checked, as simdjson checks the values tracefuse
+  // skips: a speculative chunk, which only simdjson sees, is accepted or rejected alike.
+  const bool inside_event_value = in_events_ && stack_.size() > events_depth_ + 1;
+  if (!inside_event_value && (open == '{') != (c == '}')) {
     return Error(offset, StrCat("unexpected ", Printable(c), " (expected ",
                                 open == '{' ? "'}'" : "']'", ")"));
   }
@@ -414,6 +418,27 @@ absl::Status EventSplitter::Feed(const Block& block, std::vector<EventChunk>* ou
   return absl::OkStatus();
 }
 
+bool EventSplitter::AtEventBoundary() const {
+  return in_events_ && !finished_ && stack_.size() == events_depth_ && gap_active_ &&
+         gap_after_event_ && gap_commas_ == 1 && carry_.prev_in_string == 0 &&
+         carry_.next_is_escaped == 0;
+}
+
+void EventSplitter::CloseOpenChunk(std::vector<EventChunk>* out) {
+  if (chunk_open_) CloseChunk(out);
+}
+
+void EventSplitter::ResumeBeforeEvent(uint64_t offset) {
+  scanned_ = offset;
+  carry_ = StringCarry();
+  gap_active_ = true;
+  gap_from_ = offset;
+  gap_commas_ = 1;
+  gap_after_event_ = true;
+  chunk_open_ = false;
+  chunk_ = EventChunk();
+}
+
 absl::Status EventSplitter::Finish() {
   if (!started_) {
     if (scanned_ == 0) return absl::InvalidArgumentError(StrCat(name_, ": empty input"));
@@ -428,6 +453,281 @@ absl::Status EventSplitter::Finish() {
         StrCat(name_, ": truncated JSON: the input ends at byte ", scanned_, " ", where));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+inline bool IsSpaceOrTab(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+// CutAround() checks whether the newline at `newline` lies in a `}` `,` `{` separator, and
+// returns the cut when it does.
+std::optional<EventCut> CutAround(std::string_view bytes, size_t newline, uint64_t offset,
+                                  int indent) {
+  size_t next = newline + 1;
+  while (next < bytes.size() && IsJsonSpace(bytes[next])) ++next;
+  const bool comma_after = next < bytes.size() && bytes[next] == ',';
+  if (comma_after) {
+    ++next;
+    while (next < bytes.size() && IsJsonSpace(bytes[next])) ++next;
+  }
+  if (next == bytes.size() || bytes[next] != '{') return std::nullopt;
+  size_t line = next;
+  while (line > 0 && IsSpaceOrTab(bytes[line - 1])) --line;
+  const uint32_t found_indent = static_cast<uint32_t>(next - line);
+  if (indent != kAnyIndent && found_indent != static_cast<uint32_t>(indent)) return std::nullopt;
+  size_t back = newline;
+  while (back > 0 && IsJsonSpace(bytes[back - 1])) --back;
+  if (!comma_after) {
+    if (back == 0 || bytes[back - 1] != ',') return std::nullopt;
+    --back;
+    while (back > 0 && IsJsonSpace(bytes[back - 1])) --back;
+  }
+  if (back == 0 || bytes[back - 1] != '}') return std::nullopt;
+  return EventCut{offset + back, offset + next, found_indent};
+}
+
+}  // namespace
+
+std::optional<EventCut> FindLastEventCut(std::string_view bytes, uint64_t offset, int indent) {
+  size_t end = bytes.size();
+  while (end > 0) {
+    const void* found = memrchr(bytes.data(), '\n', end);
+    if (found == nullptr) return std::nullopt;
+    size_t newline = static_cast<size_t>(static_cast<const char*>(found) - bytes.data());
+    if (std::optional<EventCut> cut = CutAround(bytes, newline, offset, indent)) return cut;
+    // Skip the rest of this separator's whitespace: its other newlines give the same answer.
+    end = newline;
+    while (end > 0 && IsSpaceOrTab(bytes[end - 1])) --end;
+  }
+  return std::nullopt;
+}
+
+std::optional<EventCut> FindFirstEventCut(std::string_view bytes, uint64_t offset, int indent) {
+  size_t from = 0;
+  while (from < bytes.size()) {
+    const void* found = std::memchr(bytes.data() + from, '\n', bytes.size() - from);
+    if (found == nullptr) return std::nullopt;
+    size_t newline = static_cast<size_t>(static_cast<const char*>(found) - bytes.data());
+    if (std::optional<EventCut> cut = CutAround(bytes, newline, offset, indent)) return cut;
+    from = newline + 1;
+  }
+  return std::nullopt;
+}
+
+EventChunker::EventChunker(std::string display_name, ChunkerOptions options)
+    : options_(options), splitter_(std::move(display_name), SplitterOptions{options.chunk_bytes}) {}
+
+void EventChunker::Number(std::vector<EventChunk>* out, size_t first) {
+  for (size_t i = first; i < out->size(); ++i) (*out)[i].seq = next_seq_++;
+}
+
+absl::Status EventChunker::FeedSplitter(const Block& block, size_t from, size_t to,
+                                        std::vector<EventChunk>* out) {
+  if (to <= from) return absl::OkStatus();
+  Block part = block;
+  part.data += from;
+  part.size = to - from;
+  part.offset += from;
+  const size_t first = out->size();
+  absl::Status st = splitter_.Feed(part, out);
+  Number(out, first);
+  return st;
+}
+
+// FeedExact() scans the block from `from` with the exact splitter, and switches to speculative
+// cutting at the first cut where the splitter stands between two events.
+absl::Status EventChunker::FeedExact(const Block& block, size_t from,
+                                     std::vector<EventChunk>* out) {
+  size_t at = from;
+  while (at < block.size) {
+    std::optional<EventCut> cut;
+    if (options_.speculate) {
+      size_t search = at;
+      if (exact_until_ > block.offset + at) {
+        search = static_cast<size_t>(std::min<uint64_t>(exact_until_ - block.offset, block.size));
+      }
+      cut = FindFirstEventCut(std::string_view(block.data + search, block.size - search),
+                              block.offset + search);
+    }
+    if (!cut) return FeedSplitter(block, at, block.size, out);
+    const size_t next = static_cast<size_t>(cut->next_event - block.offset);
+    absl::Status st = FeedSplitter(block, at, next, out);
+    if (!st.ok()) return st;
+    at = next;
+    if (splitter_.AtEventBoundary()) {
+      const size_t first = out->size();
+      splitter_.CloseOpenChunk(out);
+      Number(out, first);
+      spec_start_ = cut->next_event;
+      indent_ = static_cast<int>(cut->indent);
+      if (file_ != nullptr) {
+        mode_ = Mode::kFile;  // the rest of this block is read again, by the parallel stage
+        return absl::OkStatus();
+      }
+      mode_ = Mode::kSpeculative;
+      searched_to_ = 0;
+      held_.push_back(block);
+      CutSpeculatively(out);
+      return absl::OkStatus();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// FindCutNear() looks for the last cut before `target` in the block that holds it, else for the
+// first one after it in the blocks held.
+std::optional<EventCut> EventChunker::FindCutNear(uint64_t target) {
+  for (const Block& b : held_) {
+    if (target < b.offset || target >= b.offset + b.size) continue;
+    const uint64_t from = std::max(b.offset, spec_start_);
+    if (target <= from) break;
+    std::optional<EventCut> cut = FindLastEventCut(
+        std::string_view(b.data + (from - b.offset), static_cast<size_t>(target - from)), from,
+        indent_);
+    if (cut && cut->event_end > spec_start_) return cut;
+    break;
+  }
+  const uint64_t forward = std::max(target, searched_to_);
+  for (const Block& b : held_) {
+    const uint64_t end = b.offset + b.size;
+    if (end <= forward) continue;
+    const uint64_t from = std::max(b.offset, forward);
+    std::optional<EventCut> cut = FindFirstEventCut(
+        std::string_view(b.data + (from - b.offset), static_cast<size_t>(end - from)), from,
+        indent_);
+    if (cut) return cut;
+  }
+  searched_to_ = held_.back().offset + held_.back().size;
+  return std::nullopt;
+}
+
+void EventChunker::EmitSpeculative(const EventCut& cut, std::vector<EventChunk>* out) {
+  EventChunk chunk;
+  chunk.speculative = true;
+  chunk.begin = spec_start_;
+  chunk.end = cut.event_end;
+  for (const Block& b : held_) {
+    const uint64_t from = std::max(b.offset, chunk.begin);
+    const uint64_t to = std::min(b.offset + b.size, chunk.end);
+    if (to <= from) continue;
+    Block piece = b;
+    piece.data += from - b.offset;
+    piece.size = static_cast<size_t>(to - from);
+    piece.offset = from;
+    chunk.pieces.push_back(std::move(piece));
+  }
+  chunk.seq = next_seq_++;
+  out->push_back(std::move(chunk));
+  spec_start_ = cut.next_event;
+  while (!held_.empty() && held_.front().offset + held_.front().size <= spec_start_) {
+    held_.pop_front();
+  }
+}
+
+void EventChunker::CutSpeculatively(std::vector<EventChunk>* out) {
+  while (!held_.empty()) {
+    const uint64_t target = spec_start_ + options_.chunk_bytes;
+    if (held_.back().offset + held_.back().size <= target) return;
+    std::optional<EventCut> cut = FindCutNear(target);
+    if (!cut) return;
+    EmitSpeculative(*cut, out);
+  }
+}
+
+absl::Status EventChunker::Feed(const Block& block, std::vector<EventChunk>* out) {
+  fed_ = block.offset + block.size;
+  if (fed_ <= skip_until_) return absl::OkStatus();
+  if (mode_ == Mode::kSpeculative) {
+    held_.push_back(block);
+    CutSpeculatively(out);
+    return absl::OkStatus();
+  }
+  const size_t from =
+      skip_until_ > block.offset ? static_cast<size_t>(skip_until_ - block.offset) : 0;
+  return FeedExact(block, from, out);
+}
+
+// FindCutInFile() reads the bytes before `target` for the last cut there, else those after it
+// for the first; nullopt when the file ends first.
+absl::StatusOr<std::optional<EventCut>> EventChunker::FindCutInFile(uint64_t target) {
+  // Events are mostly under a kilobyte: 8 KiB before the target nearly always hold a cut.
+  constexpr uint64_t kBackWindow = 8 << 10;
+  constexpr uint64_t kWindow = 64 << 10;
+  constexpr uint64_t kOverlap = 4 << 10;  // a cut across two windows is found in the second
+  const uint64_t size = file_->file_bytes();
+  const uint64_t back = std::max(spec_start_, target > kBackWindow ? target - kBackWindow : 0);
+  window_.resize(static_cast<size_t>(target - back));
+  absl::Status st = file_->ReadAt(back, window_.size(), window_.data());
+  if (!st.ok()) return st;
+  std::optional<EventCut> cut = FindLastEventCut(window_, back, indent_);
+  if (cut && cut->event_end > spec_start_) return cut;
+  for (uint64_t at = target; at < size; at += kWindow - kOverlap) {
+    window_.resize(static_cast<size_t>(std::min(kWindow, size - at)));
+    st = file_->ReadAt(at, window_.size(), window_.data());
+    if (!st.ok()) return st;
+    if ((cut = FindFirstEventCut(window_, at, indent_))) return cut;
+    if (at + window_.size() == size) break;
+  }
+  return std::optional<EventCut>();
+}
+
+absl::Status EventChunker::CutFile(std::vector<EventChunk>* out) {
+  const uint64_t target = spec_start_ + options_.chunk_bytes;
+  std::optional<EventCut> cut;
+  if (target < file_->file_bytes()) {
+    absl::StatusOr<std::optional<EventCut>> found = FindCutInFile(target);
+    if (!found.ok()) return found.status();
+    cut = *found;
+  }
+  if (!cut) {
+    // The end of the events array and what follows go through the exact splitter.
+    ResumeExact(spec_start_, file_->file_bytes());
+    return absl::OkStatus();
+  }
+  EventChunk chunk;
+  chunk.speculative = true;
+  chunk.file = file_;
+  chunk.begin = spec_start_;
+  chunk.end = cut->event_end;
+  chunk.seq = next_seq_++;
+  out->push_back(std::move(chunk));
+  spec_start_ = cut->next_event;
+  fed_ = std::max(fed_, cut->event_end);
+  return absl::OkStatus();
+}
+
+// ResumeExact() goes back to the exact splitter at `offset`, an event's '{', speculating again
+// only from cuts at or after `exact_until`.
+void EventChunker::ResumeExact(uint64_t offset, uint64_t exact_until) {
+  mode_ = Mode::kExact;
+  skip_until_ = offset;
+  exact_until_ = exact_until;
+  held_.clear();
+  searched_to_ = 0;
+  seek_ = offset;
+  splitter_.ResumeBeforeEvent(offset);
+}
+
+absl::Status EventChunker::Finish(std::vector<EventChunk>* out) {
+  if (mode_ == Mode::kSpeculative) {
+    // The end of the events array and what follows it go through the exact splitter.
+    mode_ = Mode::kExact;
+    splitter_.ResumeBeforeEvent(spec_start_);
+    std::deque<Block> rest;
+    rest.swap(held_);
+    for (const Block& b : rest) {
+      const uint64_t from = std::max(b.offset, spec_start_);
+      absl::Status st = FeedSplitter(b, static_cast<size_t>(from - b.offset), b.size, out);
+      if (!st.ok()) return st;
+    }
+  }
+  return splitter_.Finish();
+}
+
+void EventChunker::Restart(const EventChunk& chunk) {
+  ResumeExact(chunk.begin, chunk.end);
+  next_seq_ = 0;
+  if (++rejected_ >= kMaxRejected) options_.speculate = false;
 }
 
 }  // namespace tracefuse

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <map>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
@@ -302,6 +303,162 @@ TEST(Pipeline, TotalsWithoutKernelRecordsEqualThoseWithThem) {
   EXPECT_EQ(without->group_size, with->group_size);
   EXPECT_EQ(without->kernels_without_correlation, with->kernels_without_correlation);
   EXPECT_EQ(without->platform, with->platform);
+}
+
+}  // namespace
+}  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+// Speculative cuts (at newlines between events, EventChunker) give exactly what the exact
+// splitter gives, for every layout, thread count and chunk size, from a regular file (chunks read
+// by the parallel stage) and from a stream (gzip).
+TEST(Pipeline, SpeculativeCutsGiveTheExactSplittersResults) {
+  testing::TempDir dir;
+  std::vector<std::string> paths;
+  for (const char* layout : {"kineto", "lines", "compact"}) {
+    paths.push_back(
+        Generate(dir, std::string(layout) + ".json",
+                 std::string("--platform nvidia --size 12M --seed 5 --layout ") + layout));
+  }
+  ASSERT_EQ(std::system(("gzip -k -1 " + paths[0]).c_str()), 0);
+  paths.push_back(paths[0] + ".gz");
+  PipelineOptions exact;
+  exact.threads = 1;
+  exact.speculative_cuts = false;
+  for (const std::string& path : paths) {
+    auto reference = Profile(path, exact);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    for (int threads : {1, 2, 7}) {
+      for (size_t chunk : {size_t{64} << 10, size_t{1} << 20, size_t{8} << 20}) {
+        PipelineOptions o;
+        o.threads = threads;
+        o.chunk_bytes = chunk;
+        auto p = Profile(path, o);
+        ASSERT_TRUE(p.ok()) << p.status();
+        SCOPED_TRACE(path + " threads " + std::to_string(threads) + " chunk " +
+                     std::to_string(chunk));
+        ExpectSameProfile(*reference, *p);
+        EXPECT_EQ(p->rejected_cuts, 0u);
+      }
+    }
+  }
+}
+
+// The same on every real trace: plain (read by the parallel stage) and gzip (a stream).
+TEST(Pipeline, SpeculativeCutsOnRealTraces) {
+  TRACEFUSE_REQUIRE_SHARED();
+  testing::TempDir dir;
+  for (const std::string& gz :
+       testing::FilesIn(testing::SharedDir() + "/traces/real", ".json.gz")) {
+    if (gz.find("rocprof") != std::string::npos) continue;  // not a Kineto trace
+    const std::string plain = dir.path() + "/plain.json";
+    ASSERT_EQ(std::system(("gzip -dc " + gz + " > " + plain).c_str()), 0);
+    PipelineOptions exact;
+    exact.threads = 1;
+    exact.speculative_cuts = false;
+    auto reference = Profile(plain, exact);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    for (const auto& [path, threads, chunk] :
+         {std::tuple{plain, 2, size_t{64} << 10}, std::tuple{plain, 7, size_t{256} << 10},
+          std::tuple{gz, 7, size_t{64} << 10}}) {
+      PipelineOptions o;
+      o.threads = threads;
+      o.chunk_bytes = chunk;
+      auto p = Profile(path, o);
+      ASSERT_TRUE(p.ok()) << p.status();
+      SCOPED_TRACE(gz + " as " + path + " threads " + std::to_string(threads));
+      ExpectSameProfile(*reference, *p);
+    }
+  }
+}
+
+// Arrays of objects inside events, laid out like the events array, offer cuts at the wrong
+// depth; with the events themselves indented alike, the indentation cannot tell them apart. The
+// chunk's parse rejects such a cut, the trace is read again from that chunk and cut exactly, and
+// the results are the exact splitter's.
+TEST(Pipeline, RejectedCutsAreCutAgainExactly) {
+  std::string text = "{\"traceEvents\": [\n";
+  for (int i = 0; i < 3000; ++i) {
+    if (i > 0) text += ",\n";
+    text += "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k" + std::to_string(i % 7) +
+            "\", \"ts\": " + std::to_string(10 * i) +
+            ", \"dur\": 3, \"args\": {\"correlation\": " + std::to_string(i / 3) +
+            ", \"frames\": [\n{\"f\": 1},\n{\"f\": 2},\n{\"f\": 3}\n]}}";
+  }
+  text += "\n]}\n";
+  testing::TempDir dir;
+  const std::string plain = dir.File("nested.json", text);
+  ASSERT_EQ(std::system(("gzip -k " + plain).c_str()), 0);
+  PipelineOptions exact;
+  exact.speculative_cuts = false;
+  auto reference = Profile(plain, exact);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  ASSERT_EQ(reference->kernel_count, 3000u);
+  for (const std::string& path : {plain, plain + ".gz"}) {
+    uint64_t rejected = 0;
+    // Chunk sizes that put the cut targets at every position within an event.
+    for (size_t chunk = 1000; chunk < 1200; chunk += 17) {
+      PipelineOptions o;
+      o.threads = 2;
+      o.chunk_bytes = chunk;
+      o.window_bytes = 16 << 10;
+      auto p = Profile(path, o);
+      ASSERT_TRUE(p.ok()) << p.status();
+      SCOPED_TRACE(path + " chunk " + std::to_string(chunk));
+      ExpectSameProfile(*reference, *p);
+      EXPECT_LE(p->rejected_cuts, EventChunker::kMaxRejected);
+      rejected += p->rejected_cuts;
+    }
+    EXPECT_GT(rejected, 10u) << path;
+  }
+}
+
+// Damage anywhere is accepted or rejected alike with speculative cuts and with the exact
+// splitter, and nearly always with the same message, to the byte. The exceptions are damages
+// with several symptoms (a bracket that shifts the depth of everything after it), where which
+// symptom is met first depends on where chunks were cut, as it does between chunk sizes.
+TEST(Pipeline, DamagedTracesFailAlikeWithSpeculativeCuts) {
+  testing::TempDir dir;
+  std::string good = Generate(dir, "g.json", "--platform amd --steps 6 --layers 2");
+  std::ifstream in(good);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  uint64_t state = 987;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  const char kBytes[] = "{}[],:\"\\ 0aZ\n\x01\xff";
+  int errors = 0, same_message = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::string damaged = text;
+    if (i % 4 == 0) {
+      damaged.resize(damaged.size() - next() % (damaged.size() / 2));
+    } else {
+      damaged[next() % damaged.size()] = kBytes[next() % (sizeof(kBytes) - 1)];
+    }
+    const std::string path = dir.File("d.json", damaged);
+    PipelineOptions o;
+    o.chunk_bytes = 2048;
+    o.threads = 2;
+    o.speculative_cuts = false;
+    auto exact = Profile(path, o);
+    o.speculative_cuts = true;
+    auto speculative = Profile(path, o);
+    ASSERT_EQ(exact.ok(), speculative.ok())
+        << i << ": " << exact.status() << " / " << speculative.status();
+    if (!exact.ok()) {
+      ++errors;
+      same_message += exact.status() == speculative.status();
+    } else {
+      ExpectSameProfile(*exact, *speculative);
+    }
+  }
+  EXPECT_GT(errors, 50);
+  EXPECT_GE(same_message, errors * 95 / 100);
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ fi
 sed -E \
   -e 's/^(elapsed +).*$/\1<normalised>/' \
   -e 's/("(elapsed_seconds|gb_per_second|read_and_reduce|analyze)": )[^,]*/\1"<normalised>"/' \
-  -e 's/("(read|inflate|split|parse|classify|reduce|merge|serial_share)": )[0-9][^,]*/\1"<normalised>"/' \
+  -e 's/("(read|inflate|split|parse|classify|summarize|reduce|merge|serial_share)": )[0-9][^,]*/\1"<normalised>"/' \
   -e 's/^( *"version": )"[^"]*"/\1"<normalised>"/' \
   "$actual.raw" >"$actual"
 

@@ -201,7 +201,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{R"({"traceEvents": [[1]]})",
                  "f.json: malformed JSON at byte 17: an element of the events array is an array, "
                  "not an object"},
-        BadInput{R"({"traceEvents": [{"a": [1}]})",
+        BadInput{R"({"traceEvents": [{"a": 1]})",
+                 "f.json: malformed JSON at byte 24: unexpected ']' (expected '}')"},
+        BadInput{R"({"traceEvents": [{"a": 1}}]})",
                  "f.json: malformed JSON at byte 25: unexpected '}' (expected ']')"},
         BadInput{R"({"traceEvents": []}} )",
                  "f.json: malformed JSON at byte 19: unexpected '}' after the top-level value"},
@@ -227,6 +229,53 @@ TEST(Splitter, FlagsMetadataBeyondItsCap) {
   EventSplitter roomy("t");
   Split(R"({"traceEvents": [], "x": 1})", 8, &roomy, &status);
   EXPECT_FALSE(roomy.metadata_truncated());
+}
+
+}  // namespace
+}  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+// Cuts are found where a newline separates two objects of an array, in every writer's layout,
+// and never where the separator has no newline.
+TEST(EventCut, FoundAtNewlinesBetweenObjects) {
+  struct Case {
+    std::string text;
+    size_t event_end, next_event, indent;
+  };
+  const std::vector<Case> cases = {
+      {"  {\n    \"ph\": \"X\"\n  },\n  {\n    \"ph\": \"X\"\n  }", 21, 25, 2},  // Kineto
+      {"{\"a\": 1},\n{\"b\": 2}", 8, 10, 0},                                     // one per line
+      {"{\"a\": 1}\n, {\"b\": 2}", 8, 11, 1},                                    // comma first
+      {"{\"a\": 1},\r\n\t{\"b\": 2}", 8, 12, 1},                                 // CRLF, tab
+  };
+  for (const Case& c : cases) {
+    for (auto find : {FindLastEventCut, FindFirstEventCut}) {
+      std::optional<EventCut> cut = find(c.text, 100, kAnyIndent);
+      ASSERT_TRUE(cut.has_value()) << c.text;
+      EXPECT_EQ(cut->event_end, 100 + c.event_end) << c.text;
+      EXPECT_EQ(cut->next_event, 100 + c.next_event) << c.text;
+      EXPECT_EQ(cut->indent, c.indent) << c.text;
+      EXPECT_EQ(find(c.text, 0, int(c.indent) + 1), std::nullopt) << c.text;
+    }
+  }
+  for (const std::string no_cut : {
+           "{\"a\": 1}, {\"b\": 2}",  // no newline
+           "\"key\":\n{\"b\": 2}",    // a value on the next line
+           "[\n{\"b\": 2}",           // the first element
+           "{\"n\": \"},\\n{\"}",     // an escaped newline inside a string
+           "{\"a\": 1},\n\"b\"",      // not an object
+       }) {
+    EXPECT_EQ(FindLastEventCut(no_cut, 0), std::nullopt) << no_cut;
+    EXPECT_EQ(FindFirstEventCut(no_cut, 0), std::nullopt) << no_cut;
+  }
+}
+
+TEST(EventCut, FirstAndLastOfSeveral) {
+  const std::string text = "{\"a\": 1},\n{\"b\": 2},\n{\"c\": 3}";
+  EXPECT_EQ(FindFirstEventCut(text, 0)->next_event, 10u);
+  EXPECT_EQ(FindLastEventCut(text, 0)->next_event, 20u);
 }
 
 }  // namespace

@@ -57,6 +57,15 @@ class ByteSource {
   // CPU seconds spent inflating (or decompressing zstd), for compressed sources (part of Next()'s
   // time).
   virtual double inflate_cpu_seconds() const { return 0; }
+
+  // random_access() is true for a regular, uncompressed file: then ReadAt() reads any range of
+  // it, from any thread (pread, straight into the caller's buffer), and SeekTo() moves where
+  // Next() goes on from.
+  virtual bool random_access() const { return false; }
+  // ReadAt() reads exactly `size` bytes at `offset` into `out`: the parallel stage reads its
+  // chunks itself, so the serial front need not copy every byte.
+  virtual absl::Status ReadAt(uint64_t offset, size_t size, char* out) const;
+  virtual void SeekTo(uint64_t offset);
   const std::string& path() const { return path_; }
 
  protected:

@@ -71,6 +71,8 @@ struct ParsedChunk {
   // Kernel events whose ts or dur was missing or not a number (counted, taken as 0).
   uint64_t kernels_with_bad_times = 0;
   EventEvidence evidence;
+  // CPU seconds spent reading the chunk's bytes from its file (EventChunk::file), part of Parse.
+  double read_cpu_seconds = 0;
 
   size_t name_count() const { return name_offsets.size() - 1; }
   std::string_view name(size_t i) const {

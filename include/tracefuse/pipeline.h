@@ -1,11 +1,14 @@
 // Library tracefuse_pipeline (after analyze): the flow graph, the one place where the stages are
 // wired together.
 //
-//   source (serial: read + split) -> limiter -> parse + classify (parallel) -> sequencer
-//     -> reduce (serial, in input order) -> back to the limiter
+//   source (serial: read, cut into chunks) -> limiter -> parse + classify (parallel)
+//     -> sequencer -> reduce (serial, in input order) -> back to the limiter
 //
 // The limiter bounds the chunks in flight, and with them the memory held, whatever the file size.
-// Results do not depend on the thread count: chunks are reduced in input order.
+// Results do not depend on the thread count: chunks are reduced in input order. The source looks
+// at only a few bytes per chunk (see EventChunker): a speculative cut is validated by the chunk's
+// parse, and when one is rejected the chunks from it on are discarded and the trace is read again
+// from there, cut exactly.
 #ifndef TRACEFUSE_PIPELINE_H_
 #define TRACEFUSE_PIPELINE_H_
 
@@ -35,6 +38,9 @@ struct PipelineOptions {
   // Keep the per-kernel stream (about 6.4 bytes per kernel). Only the fusion analysis needs it;
   // without it memory is bounded by distinct names and correlation groups, not by kernels.
   bool keep_kernel_records = true;
+  // Cut chunks at newlines between events (see EventChunker); false: scan every byte exactly.
+  // Standard input and other streams that cannot be read twice are always scanned exactly.
+  bool speculative_cuts = true;
   // Called from the reading stage, at most once per block; must be thread-safe.
   std::function<void(const ProgressUpdate&)> progress;
 };

@@ -133,34 +133,66 @@ struct ChainStats {
 // Chain statistics of a type sequence (categories in ts order), indexed by category.
 std::vector<ChainStats> ChainsOf(const std::vector<CategoryId>& types, size_t category_count);
 
-// StageCpuSeconds is the CPU time each stage of the pipeline spent on one trace, all threads
-// added up (thread CPU clocks). read, inflate, split, reduce and merge run serially, on one
-// thread at a time per trace; parse and classify run in parallel. By Amdahl's law the serial
-// share caps the speed-up that more cores can give: total / serial.
-struct StageCpuSeconds {
-  double read = 0;      // reading the file (for gzip: the compressed bytes)
-  double inflate = 0;   // gzip inflation
-  double split = 0;     // cutting the byte stream into chunks of whole events
-  double parse = 0;     // simdjson: events to kernel records
-  double classify = 0;  // kernel names to rules (per-thread caches, Hyperscan)
-  double reduce = 0;    // chunks folded into the trace's statistics, in input order
-  double merge = 0;     // the last step: platform detection, re-classification, the profile
+// ChunkSummary is the part of a chunk's reduction that needs no other chunk, so the parallel
+// stage computes it: per distinct name of the chunk, its kernels and time; the chunk's
+// correlation groups in first-appearance order with their sizes; and, when per-kernel records
+// are kept, each kernel's group among them. The serial reducer then does work per distinct name
+// and group, not per kernel (apart from the records).
+struct ChunkSummary {
+  std::vector<uint64_t> name_kernels;  // per name of the chunk
+  std::vector<int64_t> name_time_ns;
+  std::vector<int64_t> group_correlation;  // per group of the chunk
+  std::vector<uint32_t> group_size;
+  std::vector<uint32_t> kernel_group;  // per kernel: its group in the chunk, or kNoGroup
+  uint64_t kernels_without_correlation = 0;
 
-  double total() const { return read + inflate + split + parse + classify + reduce + merge; }
-  double serial() const { return read + inflate + split + reduce + merge; }
-  double serial_share() const { return total() > 0 ? serial() / total() : 0.0; }
+  // Summarize() replaces the summary with `chunk`'s; `kernel_groups`: fill kernel_group.
+  void Summarize(const ParsedChunk& chunk, bool kernel_groups);
+
+ private:
+  absl::flat_hash_map<int64_t, uint32_t> group_ids_;  // kept for its capacity
+};
+
+// StageCpuSeconds is the CPU time each stage of the pipeline spent on one trace, all threads
+// added up (thread CPU clocks). inflate, split, reduce and merge run serially, on one thread at a
+// time per trace, and so does read for a stream (a pipe, a compressed file); parse, classify and
+// summarize run in parallel, and so does read for a regular file, whose chunks the parallel
+// stage reads itself. By Amdahl's law the serial share caps the speed-up that more cores can
+// give: total / serial.
+struct StageCpuSeconds {
+  double read = 0;       // reading the file (for compressed input: the compressed bytes)
+  double inflate = 0;    // gzip / zstd inflation
+  double split = 0;      // cutting the byte stream into chunks of whole events
+  double parse = 0;      // simdjson: events to kernel records
+  double classify = 0;   // kernel names to rules (per-thread caches, Hyperscan)
+  double summarize = 0;  // per-chunk totals and correlation groups (ChunkSummary)
+  double reduce = 0;     // chunk summaries folded into the trace's statistics, in input order
+  double merge = 0;      // the last step: platform detection, re-classification, the profile
+  bool parallel_read = false;
 
   // ForEach() calls f(name, seconds, serial) for each stage, in pipeline order.
   template <typename F>
   void ForEach(F&& f) const {
-    f("read", read, true);
+    f("read", read, !parallel_read);
     f("inflate", inflate, true);
     f("split", split, true);
     f("parse", parse, false);
     f("classify", classify, false);
+    f("summarize", summarize, false);
     f("reduce", reduce, true);
     f("merge", merge, true);
   }
+  double total() const {
+    double sum = 0;
+    ForEach([&](const char*, double seconds, bool) { sum += seconds; });
+    return sum;
+  }
+  double serial() const {
+    double sum = 0;
+    ForEach([&](const char*, double seconds, bool is_serial) { sum += is_serial ? seconds : 0; });
+    return sum;
+  }
+  double serial_share() const { return total() > 0 ? serial() / total() : 0.0; }
 };
 
 struct TraceProfile {
@@ -170,6 +202,7 @@ struct TraceProfile {
   bool compressed = false;
   double elapsed_seconds = 0;
   StageCpuSeconds cpu_seconds;
+  uint64_t rejected_cuts = 0;  // speculative chunks whose parse failed, cut again exactly
 
   TraceMetadata metadata;
   Platform platform = Platform::kUnknown;
@@ -205,6 +238,31 @@ struct TraceProfile {
   size_t GroupsAtLeast(uint32_t size) const;
 };
 
+// GroupIndex maps correlation ids to the trace's group numbers. CUPTI and roctracer number API
+// calls consecutively, so ids arrive nearly in order: they are kept in pages of 1024 slots, found
+// by id / 1024, and consecutive ids share cache lines instead of scattering through a hash table
+// (the serial reducer's main cost on traces without graph replays). Ids too sparse for pages
+// (fewer than one group per 16 slots) move to a hash map.
+class GroupIndex {
+ public:
+  // FindOrAdd() returns the group of `correlation`, and whether it is new; a new one is numbered
+  // `next`.
+  std::pair<uint32_t, bool> FindOrAdd(int64_t correlation, uint32_t next);
+  void Clear();
+
+ private:
+  static constexpr int kPageBits = 10;
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t* Page(int64_t page_id);
+
+  absl::flat_hash_map<int64_t, std::unique_ptr<uint32_t[]>> pages_;
+  int64_t last_page_id_ = 0;
+  uint32_t* last_page_ = nullptr;
+  uint64_t groups_ = 0;
+  bool sparse_ = false;
+  absl::flat_hash_map<int64_t, uint32_t> sparse_ids_;
+};
+
 class TraceReducer {
  public:
   // `keep_kernel_records`: whether to keep the per-kernel stream (the fusion analysis needs it);
@@ -214,6 +272,10 @@ class TraceReducer {
   // Consume() adds a chunk's kernels; `name_rules` holds the rule of each of the chunk's distinct
   // names. Chunks must arrive in input order.
   void Consume(const ParsedChunk& chunk, const std::vector<RuleId>& name_rules);
+  // Consume() with the chunk's summary already made (the pipeline makes it in parallel), with
+  // kernel_group filled when records are kept.
+  void Consume(const ParsedChunk& chunk, const ChunkSummary& summary,
+               const std::vector<RuleId>& name_rules);
   // Completes the profile: platform detection (and re-classification when a platform-dependent
   // rule set was applied with another platform than the one finally detected).
   TraceProfile Finish(TraceMetadata metadata, Platform classified_with);
@@ -222,8 +284,10 @@ class TraceReducer {
   TraceProfile profile_;
   bool keep_kernel_records_;
   StringMap<uint32_t> name_ids_;
-  absl::flat_hash_map<int64_t, uint32_t> group_ids_;
-  std::vector<uint32_t> local_to_global_;
+  GroupIndex group_ids_;
+  std::vector<uint32_t> local_to_global_;        // chunk's names to the trace's
+  std::vector<uint32_t> group_local_to_global_;  // chunk's groups to the trace's
+  ChunkSummary summary_;                         // for Consume() without one
 };
 
 // --- KernelStream: decoding, inline for the analysis' passes -------------------------------------

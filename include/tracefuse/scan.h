@@ -1,11 +1,18 @@
-// Stage 2, library tracefuse_scan (after io): the event splitter.
+// Stage 2, library tracefuse_scan (after io): the event splitter and the chunker.
 //
-// Cuts the element list of the top-level `traceEvents` array (or of a bare top-level array) into
-// chunks of whole events, ready for simdjson, without parsing them. It classifies every byte as in
-// or out of a JSON string 64 bytes at a time with bit masks (backslash runs, quote parity by prefix
-// XOR, as simdjson's stage 1 does), so a `}`, `,` or `[` inside a kernel name never cuts an event,
-// and then walks only the bracket characters outside strings. Everything at the top level except
-// the events themselves is copied into `metadata_json()`, with the events array left empty.
+// EventChunker, the serial front of the pipeline, hands out chunks of whole events while looking
+// at only a few bytes of each: between events it cuts where the writer put a newline (see
+// FindLastEventCut), and the parse of each chunk validates the cut. The exact EventSplitter below
+// scans the rest: the top-level keys before and after the events, files without newlines between
+// events, and any region where a speculative cut was rejected.
+//
+// EventSplitter cuts the element list of the top-level `traceEvents` array (or of a bare top-level
+// array) into chunks of whole events, ready for simdjson, without parsing them. It classifies every
+// byte as in or out of a JSON string 64 bytes at a time with bit masks (backslash runs, quote
+// parity by prefix XOR, as simdjson's stage 1 does), so a `}`, `,` or `[` inside a kernel name
+// never cuts an event, and then walks only the bracket characters outside strings. Everything at
+// the top level except the events themselves is copied into `metadata_json()`, with the events
+// array left empty.
 //
 // The splitter checks bracket balance, the separators between events at chunk boundaries and the
 // end of input; simdjson validates the inside of each chunk. Offsets in errors are byte positions
@@ -15,11 +22,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "tracefuse/io.h"
 
 namespace tracefuse {
@@ -28,6 +39,12 @@ namespace tracefuse {
 // original separators between them. Usually one piece; more when the range crosses blocks.
 struct EventChunk {
   uint64_t seq = 0;
+  // Cut where a newline suggested, not by the exact splitter: only a parse of the whole chunk as
+  // an array of objects shows the cuts were between events.
+  bool speculative = false;
+  // When set, the chunk's bytes are to be read from this random-access input (`pieces` is
+  // empty): the parallel stage reads them straight into the parser's buffer.
+  const ByteSource* file = nullptr;
   uint64_t begin = 0;  // input offset of the first byte
   uint64_t end = 0;    // input offset one past the last byte
   std::vector<Block> pieces;
@@ -68,6 +85,17 @@ class EventSplitter {
   const std::string& metadata_json() const { return metadata_; }
   bool metadata_truncated() const { return metadata_truncated_; }
   uint64_t bytes_scanned() const { return scanned_; }
+
+  // AtEventBoundary() is true when the input fed so far ends between two events of the events
+  // array, after the ',' that separates them: the next byte may start an event that the
+  // splitter need not see (see ResumeBeforeEvent).
+  bool AtEventBoundary() const;
+  // CloseOpenChunk() hands out the events gathered since the last chunk, if any.
+  void CloseOpenChunk(std::vector<EventChunk>* out);
+  // ResumeBeforeEvent() continues the scan at `offset`, the '{' of an event that follows a ','
+  // at the events array's level, as if every byte before it had been fed: the events between
+  // were handed out by someone else.
+  void ResumeBeforeEvent(uint64_t offset);
 
  private:
   absl::Status Error(uint64_t offset, const std::string& what) const;
@@ -117,6 +145,107 @@ class EventSplitter {
   uint64_t next_seq_ = 0;
 
   uint64_t scanned_ = 0;
+};
+
+// EventCut is a boundary between two events: `event_end` is one past the '}' that closes one,
+// `next_event` the position of the '{' that opens the next (input offsets).
+struct EventCut {
+  uint64_t event_end = 0;
+  uint64_t next_event = 0;
+  uint32_t indent = 0;  // spaces and tabs before the '{' on its line
+};
+
+// kAnyIndent: a cut at any indentation.
+inline constexpr int kAnyIndent = -1;
+
+// FindLastEventCut() returns the last `}` `,` `{` in `bytes` (whitespace between them allowed)
+// whose separator holds a newline; `offset` is the input offset of bytes[0]. A raw newline cannot
+// occur inside a JSON string, so in valid JSON the match is structural: the '{' opens an element
+// of an array of objects that follows another element. That is the events array as Kineto,
+// `json.dump(indent=...)` and one-event-per-line writers lay it out, or, rarely, an array of
+// objects nested in an event, which the parse of the chunk rejects (unbalanced brackets).
+// Writers indent by depth, so only cuts indented like the first one between two events of the
+// events array are taken (`indent`), which leaves nested arrays aside.
+std::optional<EventCut> FindLastEventCut(std::string_view bytes, uint64_t offset,
+                                         int indent = kAnyIndent);
+// FindFirstEventCut() is the same, searching forward.
+std::optional<EventCut> FindFirstEventCut(std::string_view bytes, uint64_t offset,
+                                          int indent = kAnyIndent);
+
+struct ChunkerOptions {
+  size_t chunk_bytes = 2u << 20;
+  // Cut at newlines between events; false: the exact splitter scans everything.
+  bool speculate = true;
+};
+
+// EventChunker is the serial front of the pipeline: fed the input's blocks in order, it hands out
+// chunks of whole events. The exact splitter reads the top-level keys and the first event; from
+// the first cut where it stands between two events (see FindLastEventCut), chunks are cut
+// speculatively, about `chunk_bytes` apart, touching only the bytes around each cut; the end of
+// the input goes through the exact splitter again. A speculative chunk that fails to parse is
+// handed back with Restart(): the chunker cuts exactly from its start to its end, which finds
+// either the real error, with its exact offset and message, or the events a wrong cut split.
+// Performance: speculative cutting costs a few hundred bytes of scanning per chunk (tens of
+// GB/s), against about 6 GB/s for the exact splitter, which is also serial.
+class EventChunker {
+ public:
+  EventChunker(std::string display_name, ChunkerOptions options);
+
+  // Feed() takes the next block of the input and appends the chunks it completes to `out`.
+  absl::Status Feed(const Block& block, std::vector<EventChunk>* out);
+  // Finish() ends the input: hands out the last chunks and checks the top-level value.
+  absl::Status Finish(std::vector<EventChunk>* out);
+  // Restart() cuts again from `chunk`'s start, exactly as far as its end and speculatively after
+  // that; the next Feed() calls must give the input again from its start or from any block
+  // before `chunk`. Chunk numbers start again at 0.
+  void Restart(const EventChunk& chunk);
+
+  // UseFile() lets speculative chunks be read from `file` (random access, see ByteSource), so
+  // the front reads only the bytes around each cut. While cutting_file(), call CutFile() instead
+  // of Feed(); TakeSeek() then says where the next block fed must start, when it must move.
+  void UseFile(const ByteSource* file) { file_ = file; }
+  bool cutting_file() const { return mode_ == Mode::kFile; }
+  absl::Status CutFile(std::vector<EventChunk>* out);
+  std::optional<uint64_t> TakeSeek() { return std::exchange(seek_, std::nullopt); }
+  // Speculative chunks handed back by Restart(); after kMaxRejected the rest of the input is
+  // scanned exactly, since a stream is read again from its start on each.
+  uint64_t rejected() const { return rejected_; }
+  static constexpr uint64_t kMaxRejected = 16;
+
+  const EventSplitter& splitter() const { return splitter_; }
+  // Input bytes fed so far.
+  uint64_t bytes_fed() const { return fed_; }
+
+ private:
+  // kExact: every byte through the splitter; kSpeculative: cuts in the blocks fed; kFile: cuts
+  // found by reading around each target offset of the file.
+  enum class Mode { kExact, kSpeculative, kFile };
+
+  absl::Status FeedExact(const Block& block, size_t from, std::vector<EventChunk>* out);
+  absl::Status FeedSplitter(const Block& block, size_t from, size_t to,
+                            std::vector<EventChunk>* out);
+  void CutSpeculatively(std::vector<EventChunk>* out);
+  std::optional<EventCut> FindCutNear(uint64_t target);
+  absl::StatusOr<std::optional<EventCut>> FindCutInFile(uint64_t target);
+  void ResumeExact(uint64_t offset, uint64_t exact_until);
+  void EmitSpeculative(const EventCut& cut, std::vector<EventChunk>* out);
+  void Number(std::vector<EventChunk>* out, size_t first);
+
+  ChunkerOptions options_;
+  EventSplitter splitter_;
+  Mode mode_ = Mode::kExact;
+  uint64_t skip_until_ = 0;   // bytes before this offset were already handled
+  uint64_t exact_until_ = 0;  // speculate only from cuts at or after this offset
+  uint64_t spec_start_ = 0;   // the '{' where the next speculative chunk begins
+  uint64_t searched_to_ = 0;  // no cut lies in [spec_start_ + chunk_bytes, searched_to_)
+  std::deque<Block> held_;    // the blocks from spec_start_ on
+  uint64_t next_seq_ = 0;
+  uint64_t fed_ = 0;
+  const ByteSource* file_ = nullptr;
+  std::optional<uint64_t> seek_;
+  std::string window_;       // bytes read around a target offset
+  int indent_ = kAnyIndent;  // of the cut where speculation began
+  uint64_t rejected_ = 0;
 };
 
 }  // namespace tracefuse

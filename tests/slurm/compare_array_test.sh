@@ -90,7 +90,7 @@ echo "compare_array_test: jobs finished after $((SECONDS - started)) s"
 out=$dir/out
 # Timings and per-stage CPU seconds differ from run to run.
 without_timings() {
-  local cpu='read|inflate|split|parse|classify|reduce|merge|serial_share'
+  local cpu='read|inflate|split|parse|classify|summarize|reduce|merge|serial_share'
   grep -v -E "\"(read_and_reduce|analyze|$cpu)\": [0-9]" "$1"
 }
 for label in "${good[@]}"; do
