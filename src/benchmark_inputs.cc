@@ -99,9 +99,11 @@ absl::Status ReadNamesFile(ByteSource& source, BenchmarkInput* input, DistinctNa
   return absl::OkStatus();
 }
 
-// KindFromName() is what `path`'s name says it holds (a trailing ".gz" set aside), if anything.
+// KindFromName() is what `path`'s name says it holds (a trailing ".gz" or ".zst" set aside), if
+// anything.
 std::optional<NamesInputKind> KindFromName(std::string_view path) {
   if (EndsWith(path, ".gz")) path.remove_suffix(3);
+  if (EndsWith(path, ".zst")) path.remove_suffix(4);
   if (EndsWith(path, ".json")) return NamesInputKind::kTrace;
   if (EndsWith(path, ".txt")) return NamesInputKind::kLines;
   if (EndsWith(path, ".jsonl") || EndsWith(path, ".ndjson")) return NamesInputKind::kJsonLines;

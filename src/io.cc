@@ -1,14 +1,19 @@
 #include "tracefuse/io.h"
 
 #include <fcntl.h>
+#include <isa-l/igzip_lib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
+#include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -157,18 +162,17 @@ class ReadSource : public ByteSource {
     lseek(fd_.get(), static_cast<off_t>(offset), SEEK_SET);
   }
 
-  // Whether the input starts with gzip's magic bytes. Reads (and keeps for Next) the first block,
-  // so it works on pipes too.
-  absl::StatusOr<bool> StartsWithGzipMagic() {
+  // The first block of the input, read ahead (and kept for Next) so that its magic bytes can be
+  // told on pipes too; empty for an empty input.
+  absl::StatusOr<std::string_view> Peek() {
     if (!peeked_) {
       Block first;
       absl::StatusOr<bool> more = Next(&first);
       if (!more.ok()) return more.status();
-      if (!*more) return false;
+      if (!*more) return std::string_view();
       peeked_ = std::move(first);
     }
-    return peeked_->size >= 2 && static_cast<unsigned char>(peeked_->data[0]) == 0x1f &&
-           static_cast<unsigned char>(peeked_->data[1]) == 0x8b;
+    return std::string_view(peeked_->data, peeked_->size);
   }
 
  private:
@@ -181,56 +185,307 @@ class ReadSource : public ByteSource {
   bool eof_ = false;
 };
 
-// Streaming inflate of gzip (and concatenated gzip members) from another source.
-class GzipSource : public ByteSource {
+// A streaming decompressor of one format, fed the compressed stream piece by piece. Decode()
+// works until the input is used up, the output is full or a frame ends (a gzip member, a zstd
+// frame); a file may hold several frames one after the other (`cat a.gz b.gz`), so after a frame
+// ends the caller calls NextFrame() before it decodes further.
+class Decoder {
  public:
-  GzipSource(std::unique_ptr<ByteSource> inner, size_t buffer)
+  struct Step {
+    size_t consumed = 0;
+    size_t produced = 0;
+    bool frame_ended = false;
+    const char* error = nullptr;  // why the data is corrupt; static storage
+  };
+  virtual ~Decoder() = default;
+  virtual Step Decode(const char* in, size_t in_size, char* out, size_t out_size) = 0;
+  virtual void NextFrame() = 0;
+
+ protected:
+  // zlib and ISA-L count bytes in 32 bits: larger windows are decoded a gigabyte at a time.
+  static uint32_t Clamp32(size_t n) { return static_cast<uint32_t>(std::min<size_t>(n, 1u << 30)); }
+};
+
+// zlib: every gzip member whatever its header, at 35-40 % of ISA-L's speed (bench_inflate).
+class ZlibInflater final : public Decoder {
+ public:
+  ZlibInflater() { inflateInit2(&zs_, 15 + 16); }
+  ~ZlibInflater() override { inflateEnd(&zs_); }
+  ZlibInflater(const ZlibInflater&) = delete;
+  ZlibInflater& operator=(const ZlibInflater&) = delete;
+
+  Step Decode(const char* in, size_t in_size, char* out, size_t out_size) override {
+    zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in));
+    zs_.avail_in = Clamp32(in_size);
+    zs_.next_out = reinterpret_cast<Bytef*>(out);
+    zs_.avail_out = Clamp32(out_size);
+    const uInt in_given = zs_.avail_in, out_given = zs_.avail_out;
+    const int rc = inflate(&zs_, Z_NO_FLUSH);
+    Step step{in_given - zs_.avail_in, out_given - zs_.avail_out, rc == Z_STREAM_END};
+    if (rc != Z_OK && rc != Z_BUF_ERROR && rc != Z_STREAM_END) {
+      step.error = zs_.msg != nullptr ? zs_.msg : "inflate failed";
+    }
+    return step;
+  }
+  void NextFrame() override { inflateReset(&zs_); }
+
+ private:
+  z_stream zs_{};
+};
+
+// Intel ISA-L's igzip: several times zlib's speed, for the gzip members GzipInflater gives it.
+// A member's end leaves next_in at the next member: ISA-L reads the trailer and no further.
+class IsalInflater final : public Decoder {
+ public:
+  IsalInflater() : state_(std::make_unique<inflate_state>()) {
+    isal_inflate_init(state_.get());
+    state_->crc_flag = ISAL_GZIP;  // parses the header, checks the trailer's CRC and length
+  }
+
+  Step Decode(const char* in, size_t in_size, char* out, size_t out_size) override {
+    state_->next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(in));
+    state_->avail_in = Clamp32(in_size);
+    state_->next_out = reinterpret_cast<uint8_t*>(out);
+    state_->avail_out = Clamp32(out_size);
+    const uint32_t in_given = state_->avail_in, out_given = state_->avail_out;
+    const int rc = isal_inflate(state_.get());
+    Step step{in_given - state_->avail_in, out_given - state_->avail_out,
+              state_->block_state == ISAL_BLOCK_FINISH};
+    if (rc != ISAL_DECOMP_OK) step.error = Reason(rc);
+    return step;
+  }
+  void NextFrame() override {
+    isal_inflate_reset(state_.get());
+    state_->crc_flag = ISAL_GZIP;
+  }
+
+ private:
+  // zlib's words where zlib has the same error, so a corrupt file reads alike with either.
+  static const char* Reason(int rc) {
+    switch (rc) {
+      case ISAL_INVALID_BLOCK:
+        return "invalid block type or code lengths";
+      case ISAL_INVALID_SYMBOL:
+        return "invalid literal/length or distance code";
+      case ISAL_INVALID_LOOKBACK:
+        return "invalid distance too far back";
+      case ISAL_INVALID_WRAPPER:
+        return "incorrect header check";
+      case ISAL_UNSUPPORTED_METHOD:
+        return "unknown compression method";
+      case ISAL_INCORRECT_CHECKSUM:
+        return "incorrect data check";
+      default:
+        return "inflate failed";
+    }
+  }
+
+  std::unique_ptr<inflate_state> state_;  // 85 KiB: on the heap
+};
+
+// GzipHeader finds where a gzip member's header ends (RFC 1952: ten bytes, then the extra field,
+// file name, comment and header CRC that its flags announce) as the header arrives in pieces, and
+// whether ISA-L may inflate the member.
+class GzipHeader {
+ public:
+  enum class Verdict { kMore, kIsal, kZlib };
+
+  // Takes the bytes of `in` up to the header's end, or up to the first byte that rules ISA-L out,
+  // and returns how many it took.
+  size_t Feed(const char* in, size_t size, Verdict* verdict) {
+    size_t i = 0;
+    while (i < size && field_ != Field::kDone) {
+      if (field_ == Field::kName || field_ == Field::kComment) {  // up to a NUL byte
+        const void* nul = std::memchr(in + i, '\0', size - i);
+        const size_t end = nul == nullptr ? size : static_cast<const char*>(nul) - in + 1;
+        seen_ += end - i;
+        i = end;
+        if (nul != nullptr) Advance();
+        continue;
+      }
+      const unsigned char c = static_cast<unsigned char>(in[i++]);
+      ++seen_;
+      if (field_ == Field::kFixed && !IsalTakes(seen_ - 1, c)) {
+        *verdict = Verdict::kZlib;
+        return i;
+      }
+      if (field_ == Field::kFixed && seen_ == 4) flags_ = c;
+      if (field_ == Field::kExtraLength) extra_length_ |= size_t{c} << (left_ == 2 ? 0 : 8);
+      if (--left_ == 0) Advance();
+    }
+    *verdict = field_ == Field::kDone ? Verdict::kIsal
+               : seen_ > kMaxBytes    ? Verdict::kZlib
+                                      : Verdict::kMore;
+    return i;
+  }
+
+ private:
+  enum class Field { kFixed, kExtraLength, kExtra, kName, kComment, kHeaderCrc, kDone };
+  static constexpr size_t kMaxBytes = 64 << 10;  // longer headers (huge names) go to zlib
+
+  // The magic bytes, deflate, and no reserved flag: zlib rejects those ("unknown header flags
+  // set") where ISA-L would not, and zlib's errors are the ones this tool has always given.
+  static bool IsalTakes(size_t index, unsigned char c) {
+    static constexpr unsigned char kExpected[] = {0x1f, 0x8b, Z_DEFLATED};
+    return index >= 4 || (index == 3 ? (c & 0xe0) == 0 : c == kExpected[index]);
+  }
+  // Moves to the next field that the flags announce.
+  void Advance() {
+    const auto present = [this](unsigned flag) { return (flags_ & flag) != 0; };
+    while (field_ != Field::kDone) {
+      field_ = static_cast<Field>(static_cast<int>(field_) + 1);
+      left_ = field_ == Field::kExtra ? extra_length_ : 2;
+      if ((field_ == Field::kExtraLength && present(0x04)) ||
+          (field_ == Field::kExtra && present(0x04) && extra_length_ > 0) ||
+          (field_ == Field::kName && present(0x08)) ||
+          (field_ == Field::kComment && present(0x10)) ||
+          (field_ == Field::kHeaderCrc && present(0x02))) {
+        return;
+      }
+    }
+  }
+
+  Field field_ = Field::kFixed;
+  size_t left_ = 10;  // bytes still to come of a fixed-size field
+  size_t seen_ = 0;
+  unsigned flags_ = 0;
+  size_t extra_length_ = 0;
+};
+
+// gzip, member by member: ISA-L inflates each member, given its header whole, in one piece: ISA-L
+// 2.30 misreads a valid header that arrives in pieces (it rejects every header CRC so read, and
+// a file name cut short before a comment makes it take the comment for deflate data), as happens
+// where a member starts near the end of a read buffer. So the header is read first, and copied
+// where it spans pieces. zlib takes the members ISA-L does not handle as zlib does: reserved flag
+// bits, bytes that are no gzip header (trailing garbage), headers over 64 KiB.
+class GzipInflater final : public Decoder {
+ public:
+  explicit GzipInflater(GzipInflaterKind kind) : kind_(kind) {}
+
+  Step Decode(const char* in, size_t in_size, char* out, size_t out_size) override {
+    if (member_ != nullptr) return member_->Decode(in, in_size, out, out_size);
+    GzipHeader::Verdict verdict = GzipHeader::Verdict::kZlib;
+    const size_t taken = kind_ == GzipInflaterKind::kZlib ? 0 : header_.Feed(in, in_size, &verdict);
+    if (verdict == GzipHeader::Verdict::kMore) {
+      head_.append(in, taken);
+      return Step{taken, 0, false, nullptr};
+    }
+    member_ = verdict == GzipHeader::Verdict::kIsal ? static_cast<Decoder*>(&isal_) : &zlib_;
+    if (head_.empty()) return member_->Decode(in, in_size, out, out_size);  // whole in this piece
+    head_.append(in, taken);
+    // A header alone: no output, and the inflater takes all of it.
+    const Step header = member_->Decode(head_.data(), head_.size(), out, out_size);
+    assert(header.error != nullptr || (header.consumed == head_.size() && header.produced == 0));
+    if (header.error != nullptr) return Step{taken, 0, false, header.error};
+    Step step = member_->Decode(in + taken, in_size - taken, out, out_size);
+    step.consumed += taken;
+    return step;
+  }
+  void NextFrame() override {
+    if (member_ != nullptr) member_->NextFrame();
+    member_ = nullptr;
+    header_ = GzipHeader();
+    head_.clear();
+  }
+
+ private:
+  GzipInflaterKind kind_;
+  ZlibInflater zlib_;
+  IsalInflater isal_;
+  Decoder* member_ = nullptr;  // the current member's inflater; null until its header is read
+  GzipHeader header_;
+  std::string head_;  // the header's bytes so far, when it spans pieces
+};
+
+// libzstd's streaming decoder. Skippable frames (pzstd writes one first) are read and dropped.
+// Frames whose window exceeds zstd's default limit (128 MiB, `zstd --long=31` writes such) are
+// rejected as zstd itself rejects them without --memory: memory stays bounded.
+class ZstdDecoder final : public Decoder {
+ public:
+  ZstdDecoder() : dctx_(ZSTD_createDCtx()) {}
+  ~ZstdDecoder() override { ZSTD_freeDCtx(dctx_); }
+  ZstdDecoder(const ZstdDecoder&) = delete;
+  ZstdDecoder& operator=(const ZstdDecoder&) = delete;
+
+  Step Decode(const char* in, size_t in_size, char* out, size_t out_size) override {
+    // On an error libzstd does not say how far it read: it is given a block's worth at a time, so
+    // that the error's offset is that of the piece given, within about 128 KiB of the damage.
+    ZSTD_inBuffer input{in, std::min(in_size, ZSTD_DStreamInSize()), 0};
+    ZSTD_outBuffer output{out, out_size, 0};
+    const size_t rc = ZSTD_decompressStream(dctx_, &output, &input);
+    if (ZSTD_isError(rc)) return Step{input.size, 0, false, ZSTD_getErrorName(rc)};
+    // 0: the frame is decoded and flushed whole.
+    return Step{input.pos, output.pos, rc == 0};
+  }
+  void NextFrame() override { ZSTD_DCtx_reset(dctx_, ZSTD_reset_session_only); }
+
+ private:
+  ZSTD_DCtx* dctx_;
+};
+
+// A compressed format: its name in messages, what its decoder does to the bytes, and the decoder.
+struct Format {
+  const char* name;
+  const char* decoded;
+  std::unique_ptr<Decoder> (*make_decoder)(const SourceOptions& options);
+};
+constexpr Format kGzip{
+    "gzip", "inflated", [](const SourceOptions& options) {
+      return std::unique_ptr<Decoder>(std::make_unique<GzipInflater>(options.gzip_inflater));
+    }};
+constexpr Format kZstd{"zstd", "decompressed", [](const SourceOptions&) {
+                         return std::unique_ptr<Decoder>(std::make_unique<ZstdDecoder>());
+                       }};
+
+// Streaming decompression of another source into pooled buffers, with any Decoder: a file may
+// hold several frames (gzip members, zstd frames) back to back, and it must end at a frame's end.
+class DecompressingSource : public ByteSource {
+ public:
+  DecompressingSource(std::unique_ptr<ByteSource> inner, Format format,
+                      std::unique_ptr<Decoder> decoder, size_t buffer)
       : ByteSource(inner->path()),
         inner_(std::move(inner)),
-        pool_(std::make_shared<BufferPool>(buffer)) {
-    std::memset(&zs_, 0, sizeof(zs_));
-    inflateInit2(&zs_, 15 + 16);
-  }
-  ~GzipSource() override { inflateEnd(&zs_); }
+        format_(format),
+        decoder_(std::move(decoder)),
+        pool_(std::make_shared<BufferPool>(buffer)) {}
 
   absl::StatusOr<bool> Next(Block* block) override {
     if (done_) return false;
     std::shared_ptr<char> buf = pool_->Acquire();
-    zs_.next_out = reinterpret_cast<Bytef*>(buf.get());
-    zs_.avail_out = static_cast<uInt>(pool_->buffer_bytes());
-    while (zs_.avail_out > 0) {
-      if (zs_.avail_in == 0) {
+    size_t have = 0;
+    while (have < pool_->buffer_bytes()) {
+      if (in_used_ == in_.size) {
         absl::StatusOr<bool> more = inner_->Next(&in_);
         if (!more.ok()) return more.status();
+        if (*more) in_used_ = 0;
         if (!*more) {
-          if (!member_ended_) {
-            return absl::DataLossError(StrCat(path(), ": truncated gzip data after ",
+          if (!frame_ended_) {
+            return absl::DataLossError(StrCat(path(), ": truncated ", format_.name, " data after ",
                                               compressed_read(), " compressed bytes (",
-                                              produced_ + Produced(buf.get()), " bytes inflated)"));
+                                              produced_ + have, " bytes ", format_.decoded, ")"));
           }
           done_ = true;
           break;
         }
-        zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in_.data));
-        zs_.avail_in = static_cast<uInt>(in_.size);
       }
-      if (member_ended_) {
-        // Another gzip member follows the previous one (as `cat a.gz b.gz` produces).
-        inflateReset(&zs_);
-        member_ended_ = false;
+      if (frame_ended_) {
+        // Another frame follows the previous one (as `cat a.gz b.gz` produces).
+        decoder_->NextFrame();
+        frame_ended_ = false;
       }
       const double cpu = ThreadCpuSeconds();
-      int rc = inflate(&zs_, Z_NO_FLUSH);
+      const Decoder::Step step = decoder_->Decode(in_.data + in_used_, in_.size - in_used_,
+                                                  buf.get() + have, pool_->buffer_bytes() - have);
       inflate_cpu_seconds_ += ThreadCpuSeconds() - cpu;
-      if (rc == Z_STREAM_END) {
-        member_ended_ = true;
-      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        return absl::DataLossError(StrCat(path(), ": corrupt gzip data near compressed byte ",
-                                          compressed_read(), ": ",
-                                          zs_.msg ? zs_.msg : "inflate failed"));
+      in_used_ += step.consumed;
+      have += step.produced;
+      frame_ended_ = step.frame_ended;
+      if (step.error != nullptr) {
+        return absl::DataLossError(StrCat(path(), ": corrupt ", format_.name,
+                                          " data near compressed byte ", compressed_read(), ": ",
+                                          step.error));
       }
     }
-    size_t have = Produced(buf.get());
     if (have == 0) return false;
     block->data = buf.get();
     block->size = have;
@@ -242,23 +497,36 @@ class GzipSource : public ByteSource {
   uint64_t file_bytes() const override { return inner_->file_bytes(); }
   uint64_t file_bytes_read() const override { return compressed_read(); }
   bool compressed() const override { return true; }
+  std::string_view compression() const override { return format_.name; }
   double inflate_cpu_seconds() const override { return inflate_cpu_seconds_; }
 
  private:
-  size_t Produced(const char* buf) const {
-    return static_cast<size_t>(reinterpret_cast<const char*>(zs_.next_out) - buf);
-  }
-  uint64_t compressed_read() const { return in_.offset + (in_.size - zs_.avail_in); }
+  uint64_t compressed_read() const { return in_.offset + in_used_; }
 
   std::unique_ptr<ByteSource> inner_;
+  Format format_;
+  std::unique_ptr<Decoder> decoder_;
   std::shared_ptr<BufferPool> pool_;
-  z_stream zs_;
   Block in_;
+  size_t in_used_ = 0;  // bytes of in_ decoded
   uint64_t produced_ = 0;
-  bool member_ended_ = false;
+  bool frame_ended_ = false;
   bool done_ = false;
   double inflate_cpu_seconds_ = 0;
 };
+
+// The compressed format that a file's first bytes announce, if any.
+std::optional<Format> Sniff(std::string_view head) {
+  const auto byte = [head](size_t i) { return static_cast<unsigned char>(head[i]); };
+  if (head.size() >= 2 && byte(0) == 0x1f && byte(1) == 0x8b) return kGzip;
+  if (head.size() < 4) return std::nullopt;
+  // A zstd frame (28 B5 2F FD), or a skippable frame (5? 2A 4D 18) before one.
+  const bool zstd = byte(0) == 0x28 && byte(1) == 0xb5 && byte(2) == 0x2f && byte(3) == 0xfd;
+  const bool skippable =
+      (byte(0) & 0xf0) == 0x50 && byte(1) == 0x2a && byte(2) == 0x4d && byte(3) == 0x18;
+  if (zstd || skippable) return kZstd;
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -289,13 +557,12 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& path,
   if (regular) posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   auto raw = std::make_unique<ReadSource>(
       path, fd, regular, regular ? static_cast<uint64_t>(st.st_size) : 0, options.window_bytes);
-  absl::StatusOr<bool> gzip = raw->StartsWithGzipMagic();
-  if (!gzip.ok()) return gzip.status();
-  if (*gzip) {
-    return std::unique_ptr<ByteSource>(
-        std::make_unique<GzipSource>(std::move(raw), options.window_bytes));
-  }
-  return std::unique_ptr<ByteSource>(std::move(raw));
+  absl::StatusOr<std::string_view> head = raw->Peek();
+  if (!head.ok()) return head.status();
+  const std::optional<Format> format = Sniff(*head);
+  if (!format) return std::unique_ptr<ByteSource>(std::move(raw));
+  return std::unique_ptr<ByteSource>(std::make_unique<DecompressingSource>(
+      std::move(raw), *format, format->make_decoder(options), options.window_bytes));
 }
 
 }  // namespace tracefuse

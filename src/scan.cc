@@ -457,59 +457,56 @@ absl::Status EventSplitter::Finish() {
 
 namespace {
 
-inline bool IsSpaceOrTab(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-// CutAround() checks whether the newline at `newline` lies in a `}` `,` `{` separator, and
-// returns the cut when it does.
-std::optional<EventCut> CutAround(std::string_view bytes, size_t newline, uint64_t offset,
-                                  int indent) {
-  size_t next = newline + 1;
-  while (next < bytes.size() && IsJsonSpace(bytes[next])) ++next;
-  const bool comma_after = next < bytes.size() && bytes[next] == ',';
-  if (comma_after) {
-    ++next;
-    while (next < bytes.size() && IsJsonSpace(bytes[next])) ++next;
-  }
-  if (next == bytes.size() || bytes[next] != '{') return std::nullopt;
-  size_t line = next;
-  while (line > 0 && IsSpaceOrTab(bytes[line - 1])) --line;
-  const uint32_t found_indent = static_cast<uint32_t>(next - line);
-  if (indent != kAnyIndent && found_indent != static_cast<uint32_t>(indent)) return std::nullopt;
-  size_t back = newline;
-  while (back > 0 && IsJsonSpace(bytes[back - 1])) --back;
-  if (!comma_after) {
-    if (back == 0 || bytes[back - 1] != ',') return std::nullopt;
+// CutBefore() checks whether the '{' at `open` follows a `}` `,` separator (whitespace allowed
+// around the comma), and returns the cut when it does.
+std::optional<EventCut> CutBefore(std::string_view bytes, size_t open, uint64_t offset,
+                                  int line_position) {
+  size_t back = open;
+  size_t newline = std::string_view::npos;  // the separator's last newline
+  bool comma = false;
+  while (back > 0) {
+    const char c = bytes[back - 1];
+    if (c == '\n' && newline == std::string_view::npos) newline = back - 1;
+    if (c == ',' && !comma) {
+      comma = true;
+    } else if (!IsJsonSpace(c)) {
+      break;
+    }
     --back;
-    while (back > 0 && IsJsonSpace(bytes[back - 1])) --back;
   }
-  if (back == 0 || bytes[back - 1] != '}') return std::nullopt;
-  return EventCut{offset + back, offset + next, found_indent};
+  if (!comma || back == 0 || bytes[back - 1] != '}') return std::nullopt;
+  const uint32_t position =
+      newline == std::string_view::npos ? kSameLine : static_cast<uint32_t>(open - newline - 1);
+  if (line_position != kAnyPosition && position != static_cast<uint32_t>(line_position)) {
+    return std::nullopt;
+  }
+  return EventCut{offset + back, offset + open, position};
 }
 
 }  // namespace
 
-std::optional<EventCut> FindLastEventCut(std::string_view bytes, uint64_t offset, int indent) {
+std::optional<EventCut> FindLastEventCut(std::string_view bytes, uint64_t offset,
+                                         int line_position) {
   size_t end = bytes.size();
   while (end > 0) {
-    const void* found = memrchr(bytes.data(), '\n', end);
+    const void* found = memrchr(bytes.data(), '{', end);
     if (found == nullptr) return std::nullopt;
-    size_t newline = static_cast<size_t>(static_cast<const char*>(found) - bytes.data());
-    if (std::optional<EventCut> cut = CutAround(bytes, newline, offset, indent)) return cut;
-    // Skip the rest of this separator's whitespace: its other newlines give the same answer.
-    end = newline;
-    while (end > 0 && IsSpaceOrTab(bytes[end - 1])) --end;
+    const size_t open = static_cast<size_t>(static_cast<const char*>(found) - bytes.data());
+    if (std::optional<EventCut> cut = CutBefore(bytes, open, offset, line_position)) return cut;
+    end = open;
   }
   return std::nullopt;
 }
 
-std::optional<EventCut> FindFirstEventCut(std::string_view bytes, uint64_t offset, int indent) {
+std::optional<EventCut> FindFirstEventCut(std::string_view bytes, uint64_t offset,
+                                          int line_position) {
   size_t from = 0;
   while (from < bytes.size()) {
-    const void* found = std::memchr(bytes.data() + from, '\n', bytes.size() - from);
+    const void* found = std::memchr(bytes.data() + from, '{', bytes.size() - from);
     if (found == nullptr) return std::nullopt;
-    size_t newline = static_cast<size_t>(static_cast<const char*>(found) - bytes.data());
-    if (std::optional<EventCut> cut = CutAround(bytes, newline, offset, indent)) return cut;
-    from = newline + 1;
+    const size_t open = static_cast<size_t>(static_cast<const char*>(found) - bytes.data());
+    if (std::optional<EventCut> cut = CutBefore(bytes, open, offset, line_position)) return cut;
+    from = open + 1;
   }
   return std::nullopt;
 }
@@ -559,7 +556,7 @@ absl::Status EventChunker::FeedExact(const Block& block, size_t from,
       splitter_.CloseOpenChunk(out);
       Number(out, first);
       spec_start_ = cut->next_event;
-      indent_ = static_cast<int>(cut->indent);
+      line_position_ = static_cast<int>(cut->line_position);
       if (file_ != nullptr) {
         mode_ = Mode::kFile;  // the rest of this block is read again, by the parallel stage
         return absl::OkStatus();
@@ -583,7 +580,7 @@ std::optional<EventCut> EventChunker::FindCutNear(uint64_t target) {
     if (target <= from) break;
     std::optional<EventCut> cut = FindLastEventCut(
         std::string_view(b.data + (from - b.offset), static_cast<size_t>(target - from)), from,
-        indent_);
+        line_position_);
     if (cut && cut->event_end > spec_start_) return cut;
     break;
   }
@@ -594,7 +591,7 @@ std::optional<EventCut> EventChunker::FindCutNear(uint64_t target) {
     const uint64_t from = std::max(b.offset, forward);
     std::optional<EventCut> cut = FindFirstEventCut(
         std::string_view(b.data + (from - b.offset), static_cast<size_t>(end - from)), from,
-        indent_);
+        line_position_);
     if (cut) return cut;
   }
   searched_to_ = held_.back().offset + held_.back().size;
@@ -659,13 +656,13 @@ absl::StatusOr<std::optional<EventCut>> EventChunker::FindCutInFile(uint64_t tar
   window_.resize(static_cast<size_t>(target - back));
   absl::Status st = file_->ReadAt(back, window_.size(), window_.data());
   if (!st.ok()) return st;
-  std::optional<EventCut> cut = FindLastEventCut(window_, back, indent_);
+  std::optional<EventCut> cut = FindLastEventCut(window_, back, line_position_);
   if (cut && cut->event_end > spec_start_) return cut;
   for (uint64_t at = target; at < size; at += kWindow - kOverlap) {
     window_.resize(static_cast<size_t>(std::min(kWindow, size - at)));
     st = file_->ReadAt(at, window_.size(), window_.data());
     if (!st.ok()) return st;
-    if ((cut = FindFirstEventCut(window_, at, indent_))) return cut;
+    if ((cut = FindFirstEventCut(window_, at, line_position_))) return cut;
     if (at + window_.size() == size) break;
   }
   return std::optional<EventCut>();

@@ -40,6 +40,7 @@ TEST(BenchmarkInputs, KindFromTheNameElseFromTheContent) {
   using K = NamesInputKind;
   EXPECT_EQ(DetectNamesInputKind("t.json", "a\nb\n"), K::kTrace);
   EXPECT_EQ(DetectNamesInputKind("t.json.gz", ""), K::kTrace);
+  EXPECT_EQ(DetectNamesInputKind("t.json.zst", ""), K::kTrace);
   EXPECT_EQ(DetectNamesInputKind("n.txt", "{\"traceEvents\": []}"), K::kLines);
   EXPECT_EQ(DetectNamesInputKind("n.txt.gz", ""), K::kLines);
   EXPECT_EQ(DetectNamesInputKind("n.jsonl", "x"), K::kJsonLines);

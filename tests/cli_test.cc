@@ -1,5 +1,6 @@
 // End-to-end tests of the tracefuse binary: exit codes, the one-line error messages, outputs.
 #include <map>
+#include <regex>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -421,6 +422,92 @@ TEST(Cli, ReadsPlainAndGzipTracesFromAPipe) {
     nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["trace"], "-");
     EXPECT_EQ(j["kernels"], 5 * (8 * 11 + 5 + 6)) << cat;
+  }
+}
+
+// A trace, its gzip copy and its zstd copy (made by the gzip and zstd commands, default levels,
+// as users make them) give the same stats and compare reports, read from files or from a pipe,
+// but for what measures the file or the run: its name, size, the timings and CPU seconds.
+TEST(Cli, PlainGzipAndZstdTracesGiveTheSameStatsAndCompare) {
+  testing::TempDir dir;
+  const std::string d = dir.path();
+  for (const char* p : {"amd", "nvidia"}) {
+    RunResult g = RunCommand(
+        StrCat(TRACEFUSE_GEN, " --platform ", p, " --steps 12 --seed 4 -o ", d, "/", p, ".json"));
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    ASSERT_EQ(RunCommand(StrCat("gzip -k ", d, "/", p, ".json")).exit_code, 0);
+    ASSERT_EQ(RunCommand(StrCat("zstd -q -k ", d, "/", p, ".json")).exit_code, 0);
+  }
+  std::map<std::string, nlohmann::json> stats, compare;
+  for (const std::string suffix : {"", ".gz", ".zst"}) {
+    for (const std::string& input :
+         {StrCat(d, "/amd.json", suffix), StrCat("- (a pipe from ", d, "/amd.json", suffix, ")")}) {
+      const std::string stats_command = StrCat(Bin(), " stats --format json ");
+      RunResult s = RunCommand(
+          input[0] != '-' ? stats_command + input
+                          : StrCat("(cat ", d, "/amd.json", suffix, " | ", stats_command, "-)"));
+      ASSERT_EQ(s.exit_code, 0) << input << ": " << s.err;
+      nlohmann::json j = nlohmann::json::parse(s.out);
+      EXPECT_EQ(j["compressed"], !suffix.empty()) << input;
+      for (const char* key :
+           {"trace", "file_bytes", "compressed", "elapsed_seconds", "gb_per_second", "cpu_seconds"})
+        ASSERT_EQ(j.erase(key), 1u) << input << " " << key;
+      stats[input] = j;
+    }
+    RunResult c = RunCommand(StrCat(Bin(), " compare --format json ", d, "/amd.json", suffix, " ",
+                                    d, "/nvidia.json", suffix));
+    ASSERT_EQ(c.exit_code, 0) << suffix << ": " << c.err;
+    nlohmann::json j = nlohmann::json::parse(c.out);
+    for (nlohmann::json& trace : j["tracefuse"]["traces"]) {
+      for (const char* key : {"path", "file_bytes", "cpu_seconds"})
+        ASSERT_EQ(trace.erase(key), 1u) << suffix << " " << key;
+    }
+    ASSERT_EQ(j["tracefuse"].erase("timings_seconds"), 1u) << suffix;
+    compare[suffix] = j;
+  }
+  ASSERT_EQ(stats.size(), 6u);
+  for (const auto& [input, j] : stats) EXPECT_EQ(j, stats.begin()->second) << input;
+  EXPECT_EQ(compare[".gz"], compare[""]);
+  EXPECT_EQ(compare[".zst"], compare[""]);
+  EXPECT_EQ(stats.begin()->second["kernels"], 12 * (8 * 11 + 5 + 6));
+}
+
+// A compressed trace cut short, or damaged, fails with one line naming the file and how far it got
+// (exit 1), whichever the format; a pipe is named "-".
+TEST(Cli, TruncatedOrCorruptCompressedTracesGetOneLine) {
+  testing::TempDir dir;
+  const std::string d = dir.path();
+  ASSERT_EQ(RunCommand(StrCat(TRACEFUSE_GEN, " --steps 20 -o ", d, "/t.json")).exit_code, 0);
+  ASSERT_EQ(RunCommand(StrCat("gzip -k ", d, "/t.json")).exit_code, 0);
+  ASSERT_EQ(RunCommand(StrCat("zstd -q -k ", d, "/t.json")).exit_code, 0);
+  for (const std::string format : {"gzip", "zstd"}) {
+    const std::string ext = format == "gzip" ? "gz" : "zst";
+    const std::string decoded = format == "gzip" ? "inflated" : "decompressed";
+    const std::string whole = StrCat(d, "/t.json.", ext), cut = StrCat(d, "/cut.json.", ext);
+    ASSERT_EQ(RunCommand(StrCat("(head -c 5000 ", whole, " >", cut, ")")).exit_code, 0);
+    for (const std::string& input : {cut, std::string("-")}) {
+      RunResult r = RunCommand(input == "-" ? StrCat("(cat ", cut, " | ", Bin(), " stats -)")
+                                            : StrCat(Bin(), " stats ", input));
+      EXPECT_EQ(r.exit_code, 1) << input;
+      const std::regex line(StrCat("tracefuse: error: ", input, ": truncated ", format,
+                                   " data after 5000 compressed bytes \\([0-9]+ bytes ", decoded,
+                                   "\\)\n"));
+      EXPECT_TRUE(std::regex_match(r.err, line)) << r.err;
+      EXPECT_EQ(r.out, "");
+    }
+    // Bytes of the middle overwritten: the data no longer matches its checksum, or cannot be
+    // decoded at all.
+    const std::string bad = StrCat(d, "/bad.json.", ext);
+    ASSERT_EQ(RunCommand(StrCat("(cp ", whole, " ", bad,
+                                " && printf '\\377\\377\\377\\377' | dd of=", bad,
+                                " bs=1 seek=3000 conv=notrunc 2>/dev/null)"))
+                  .exit_code,
+              0);
+    RunResult r = RunCommand(StrCat(Bin(), " stats ", bad));
+    EXPECT_EQ(r.exit_code, 1);
+    const std::regex line(StrCat("tracefuse: error: ", bad, ": corrupt ", format,
+                                 " data near compressed byte [0-9]+: [^\n]+\n"));
+    EXPECT_TRUE(std::regex_match(r.err, line)) << r.err;
   }
 }
 

@@ -31,6 +31,7 @@ TEST(RankFromFileName, TokensOfTheDocumentedForms) {
   EXPECT_EQ(RankFromFileName("RANK_5.json.gz"), 5);
   EXPECT_EQ(RankFromFileName("host1_rank7_step2.json"), 7);
   EXPECT_EQ(RankFromFileName("worker_7.json.gz"), 7);
+  EXPECT_EQ(RankFromFileName("worker_7.json.zst"), 7);
   EXPECT_EQ(RankFromFileName("run_2_7.json"), 7);  // the last _<N>. token
   EXPECT_EQ(RankFromFileName("worker-3.json"), std::nullopt);
   EXPECT_EQ(RankFromFileName("model.json"), std::nullopt);
@@ -123,6 +124,26 @@ TEST(Pairs, ByNameAndErrors) {
   EXPECT_EQ(r.err.rfind("tracefuse: error: " + dir.path() + "/nosuch: ", 0), 0u) << r.err;
   r = RunCommand(Bin() + " pairs " + dir.path() + "/a " + dir.path() + "/b --match size");
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// zstd traces are traces too: listed, read for their rank and labelled without their suffixes.
+TEST(Pairs, ZstdTracesPairLikeOthers) {
+  testing::TempDir dir;
+  for (const char* side : {"a", "b"}) {
+    std::filesystem::create_directories(dir.path() + "/" + side);
+    dir.File(std::string(side) + "/worker_2.json", kBareTrace);
+    ASSERT_EQ(RunCommand("zstd -q --rm " + dir.path() + "/" + side + "/worker_2.json").exit_code,
+              0);
+  }
+  RunResult r = RunCommand(Bin() + " pairs " + dir.path() + "/a " + dir.path() + "/b");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nrank2\t" + dir.path() + "/a/worker_2.json.zst\t" + dir.path() +
+                       "/b/worker_2.json.zst\n"),
+            std::string::npos)
+      << r.out;
+  r = RunCommand(Bin() + " pairs " + dir.path() + "/a " + dir.path() + "/b --match name");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nworker_2\t"), std::string::npos) << r.out;
 }
 
 TEST(Manifest, ErrorsNameTheFileAndLine) {

@@ -237,35 +237,40 @@ TEST(Splitter, FlagsMetadataBeyondItsCap) {
 namespace tracefuse {
 namespace {
 
-// Cuts are found where a newline separates two objects of an array, in every writer's layout,
-// and never where the separator has no newline.
-TEST(EventCut, FoundAtNewlinesBetweenObjects) {
+// Cuts are found between two objects of an array in every writer's layout, with where the next
+// object's '{' stands on its line.
+TEST(EventCut, FoundBetweenObjects) {
   struct Case {
     std::string text;
-    size_t event_end, next_event, indent;
+    size_t event_end, next_event;
+    uint32_t line_position;
   };
   const std::vector<Case> cases = {
       {"  {\n    \"ph\": \"X\"\n  },\n  {\n    \"ph\": \"X\"\n  }", 21, 25, 2},  // Kineto
       {"{\"a\": 1},\n{\"b\": 2}", 8, 10, 0},                                     // one per line
-      {"{\"a\": 1}\n, {\"b\": 2}", 8, 11, 1},                                    // comma first
+      {"{\"a\": 1}\n, {\"b\": 2}", 8, 11, 2},                                    // comma first
       {"{\"a\": 1},\r\n\t{\"b\": 2}", 8, 12, 1},                                 // CRLF, tab
+      {"{\"a\": 1}, {\"b\": 2}", 8, 10, kSameLine},                              // one line
+      {"{\"a\":{\"x\":1}},{\"b\":2}", 13, 14, kSameLine},                        // compact
   };
   for (const Case& c : cases) {
     for (auto find : {FindLastEventCut, FindFirstEventCut}) {
-      std::optional<EventCut> cut = find(c.text, 100, kAnyIndent);
+      std::optional<EventCut> cut = find(c.text, 100, kAnyPosition);
       ASSERT_TRUE(cut.has_value()) << c.text;
       EXPECT_EQ(cut->event_end, 100 + c.event_end) << c.text;
       EXPECT_EQ(cut->next_event, 100 + c.next_event) << c.text;
-      EXPECT_EQ(cut->indent, c.indent) << c.text;
-      EXPECT_EQ(find(c.text, 0, int(c.indent) + 1), std::nullopt) << c.text;
+      EXPECT_EQ(cut->line_position, c.line_position) << c.text;
+      EXPECT_EQ(find(c.text, 0, int(c.line_position == kSameLine ? 7 : c.line_position + 1)),
+                std::nullopt)
+          << c.text;
     }
   }
   for (const std::string no_cut : {
-           "{\"a\": 1}, {\"b\": 2}",  // no newline
-           "\"key\":\n{\"b\": 2}",    // a value on the next line
+           "\"key\":\n{\"b\": 2}",    // a value
            "[\n{\"b\": 2}",           // the first element
-           "{\"n\": \"},\\n{\"}",     // an escaped newline inside a string
+           "{\"n\": \"},\\n{\"}",     // an escaped newline between
            "{\"a\": 1},\n\"b\"",      // not an object
+           "{\"a\": 1},,{\"b\": 2}",  // two commas
        }) {
     EXPECT_EQ(FindLastEventCut(no_cut, 0), std::nullopt) << no_cut;
     EXPECT_EQ(FindFirstEventCut(no_cut, 0), std::nullopt) << no_cut;

@@ -38,7 +38,7 @@ struct PipelineOptions {
   // Keep the per-kernel stream (about 6.4 bytes per kernel). Only the fusion analysis needs it;
   // without it memory is bounded by distinct names and correlation groups, not by kernels.
   bool keep_kernel_records = true;
-  // Cut chunks at newlines between events (see EventChunker); false: scan every byte exactly.
+  // Cut chunks speculatively between events (see EventChunker); false: scan every byte exactly.
   // Standard input and other streams that cannot be read twice are always scanned exactly.
   bool speculative_cuts = true;
   // Called from the reading stage, at most once per block; must be thread-safe.

@@ -1,10 +1,9 @@
 // Stage 2, library tracefuse_scan (after io): the event splitter and the chunker.
 //
 // EventChunker, the serial front of the pipeline, hands out chunks of whole events while looking
-// at only a few bytes of each: between events it cuts where the writer put a newline (see
-// FindLastEventCut), and the parse of each chunk validates the cut. The exact EventSplitter below
-// scans the rest: the top-level keys before and after the events, files without newlines between
-// events, and any region where a speculative cut was rejected.
+// at only a few bytes of each: it cuts at `}` `,` `{` (see FindLastEventCut), and the parse of
+// each chunk validates the cut. The exact EventSplitter below scans the rest: the top-level keys
+// before and after the events, and any region where a speculative cut was rejected.
 //
 // EventSplitter cuts the element list of the top-level `traceEvents` array (or of a bare top-level
 // array) into chunks of whole events, ready for simdjson, without parsing them. It classifies every
@@ -39,7 +38,7 @@ namespace tracefuse {
 // original separators between them. Usually one piece; more when the range crosses blocks.
 struct EventChunk {
   uint64_t seq = 0;
-  // Cut where a newline suggested, not by the exact splitter: only a parse of the whole chunk as
+  // Cut at a `},{` pattern, not by the exact splitter: only a parse of the whole chunk as
   // an array of objects shows the cuts were between events.
   bool speculative = false;
   // When set, the chunk's bytes are to be read from this random-access input (`pieces` is
@@ -152,29 +151,32 @@ class EventSplitter {
 struct EventCut {
   uint64_t event_end = 0;
   uint64_t next_event = 0;
-  uint32_t indent = 0;  // spaces and tabs before the '{' on its line
+  // Bytes between the separator's last newline and the '{' (its indentation, in writers that put
+  // events on lines of their own), or kSameLine.
+  uint32_t line_position = 0;
 };
 
-// kAnyIndent: a cut at any indentation.
-inline constexpr int kAnyIndent = -1;
+inline constexpr uint32_t kSameLine = UINT32_MAX;
+// kAnyPosition: a cut wherever its '{' stands on its line.
+inline constexpr int kAnyPosition = -1;
 
-// FindLastEventCut() returns the last `}` `,` `{` in `bytes` (whitespace between them allowed)
-// whose separator holds a newline; `offset` is the input offset of bytes[0]. A raw newline cannot
-// occur inside a JSON string, so in valid JSON the match is structural: the '{' opens an element
-// of an array of objects that follows another element. That is the events array as Kineto,
-// `json.dump(indent=...)` and one-event-per-line writers lay it out, or, rarely, an array of
-// objects nested in an event, which the parse of the chunk rejects (unbalanced brackets).
-// Writers indent by depth, so only cuts indented like the first one between two events of the
-// events array are taken (`indent`), which leaves nested arrays aside.
+// FindLastEventCut() returns the last `}` `,` `{` in `bytes` (whitespace allowed around the
+// comma); `offset` is the input offset of bytes[0]. Between two events of the events array
+// every writer puts that pattern; elsewhere it occurs in an array of objects nested in an event,
+// or inside a string. A chunk cut at such a wrong place does not parse: it ends inside a string
+// (an unclosed string) or inside an event (unbalanced brackets), so the parse validates every
+// cut. Writers lay events out alike, so only cuts whose '{' stands where the first cut's did on
+// its line are taken (`line_position`: the indentation of Kineto's `  {`, 0 for one event per
+// line, kSameLine for a trace on one line), which leaves most nested arrays aside.
 std::optional<EventCut> FindLastEventCut(std::string_view bytes, uint64_t offset,
-                                         int indent = kAnyIndent);
+                                         int line_position = kAnyPosition);
 // FindFirstEventCut() is the same, searching forward.
 std::optional<EventCut> FindFirstEventCut(std::string_view bytes, uint64_t offset,
-                                          int indent = kAnyIndent);
+                                          int line_position = kAnyPosition);
 
 struct ChunkerOptions {
   size_t chunk_bytes = 2u << 20;
-  // Cut at newlines between events; false: the exact splitter scans everything.
+  // Cut at `},{` patterns between events; false: the exact splitter scans everything.
   bool speculate = true;
 };
 
@@ -243,8 +245,8 @@ class EventChunker {
   uint64_t fed_ = 0;
   const ByteSource* file_ = nullptr;
   std::optional<uint64_t> seek_;
-  std::string window_;       // bytes read around a target offset
-  int indent_ = kAnyIndent;  // of the cut where speculation began
+  std::string window_;                // bytes read around a target offset
+  int line_position_ = kAnyPosition;  // of the cut where speculation began
   uint64_t rejected_ = 0;
 };
 

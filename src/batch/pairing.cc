@@ -19,7 +19,7 @@ bool IsTraceFile(const std::string& name) {
     return name.size() > suffix.size() &&
            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return ends_with(".json") || ends_with(".json.gz");
+  return ends_with(".json") || ends_with(".json.gz") || ends_with(".json.zst");
 }
 
 // TracesIn() lists a directory's trace files (absolute paths), sorted by name.
@@ -104,7 +104,7 @@ absl::StatusOr<Pairing> PairByRank(const std::string& dir1, const std::string& d
 // LabelFromName() makes a file name a label: its trace suffixes dropped, other characters than
 // letters, digits, '.', '_' and '-' replaced by '_'.
 std::string LabelFromName(std::string name) {
-  for (std::string_view suffix : {".gz", ".json", ".pt.trace", ".trace"}) {
+  for (std::string_view suffix : {".gz", ".zst", ".json", ".pt.trace", ".trace"}) {
     if (name.size() > suffix.size() &&
         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
       name.resize(name.size() - suffix.size());

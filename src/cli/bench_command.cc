@@ -97,10 +97,11 @@ CLI::App* Declare(CLI::App* app, BenchClassifyArgs* a) {
       "Exit codes: 0 success, 1 malformed or unsupported trace (or the substring baseline and "
       "Hyperscan disagree on a name), 2 usage error, 3 I/O error, 143 / 130 stopped by SIGTERM "
       "/ SIGINT.");
-  cmd->add_option("INPUT", a->inputs,
-                  "traces (.json, .json.gz: their distinct kernel names) and names files (.txt: "
-                  "one per line; .jsonl: JSON strings or objects with a \"name\"); other names "
-                  "are decided by content")
+  cmd->add_option(
+         "INPUT", a->inputs,
+         "traces (.json, .json.gz, .json.zst: their distinct kernel names) and names files (.txt: "
+         "one per line; .jsonl: JSON strings or objects with a \"name\"); other names "
+         "are decided by content")
       ->required();
   // One value per occurrence: a vector option would otherwise also take the INPUTs after it.
   cmd->add_option("--ruleset", a->rulesets, RulesHelp() + "; repeat for several")

@@ -68,8 +68,8 @@ int RunCompare(const CompareArgs& a) {
 CLI::App* Declare(CLI::App* app, CompareArgs* a) {
   CLI::App* cmd = app->add_subcommand(
       "compare", "Compare two traces (e.g. AMD vs NVIDIA): which platform fuses which operations");
-  cmd->add_option("TRACE1", a->trace1, "first trace (.json or .json.gz)")->required();
-  cmd->add_option("TRACE2", a->trace2, "second trace (.json or .json.gz)")->required();
+  cmd->add_option("TRACE1", a->trace1, "first trace (.json, .json.gz or .json.zst)")->required();
+  cmd->add_option("TRACE2", a->trace2, "second trace (.json, .json.gz or .json.zst)")->required();
   cmd->add_option("--format", a->format,
                   "text and markdown for people; json keeps wafer's schema (plus a "
                   "\"tracefuse\" key); csv has one row per kernel type")
