@@ -209,6 +209,7 @@ class ChunkSource {
     return bytes_->compressed() ? bytes_->file_bytes_read() : chunker_.bytes_fed();
   }
   bool compressed() const { return bytes_->compressed(); }
+  std::string_view compression() const { return bytes_->compression(); }
   bool random_access() const { return bytes_->random_access(); }
   uint64_t rejected_cuts() const { return chunker_.rejected(); }
 
@@ -302,6 +303,7 @@ absl::StatusOr<TraceProfile> FinishProfile(const std::string& path, const ChunkS
   profile.input_bytes = source.input_bytes();
   profile.file_bytes = source.file_bytes();
   profile.compressed = source.compressed();
+  profile.compression = std::string(source.compression());
   profile.rejected_cuts = source.rejected_cuts();
   profile.elapsed_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -470,6 +470,12 @@ TEST(Cli, PlainGzipAndZstdTracesGiveTheSameStatsAndCompare) {
   EXPECT_EQ(compare[".gz"], compare[""]);
   EXPECT_EQ(compare[".zst"], compare[""]);
   EXPECT_EQ(stats.begin()->second["kernels"], 12 * (8 * 11 + 5 + 6));
+  // The text names the format of the file on disk.
+  for (const auto& [suffix, format] : {std::pair{".gz", " gzip)"}, std::pair{".zst", " zstd)"}}) {
+    RunResult text = RunCommand(StrCat(Bin(), " stats ", d, "/amd.json", suffix));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find(format), std::string::npos) << text.out;
+  }
 }
 
 // A compressed trace cut short, or damaged, fails with one line naming the file and how far it got

@@ -200,6 +200,7 @@ struct TraceProfile {
   uint64_t input_bytes = 0;  // uncompressed JSON bytes
   uint64_t file_bytes = 0;   // on disk
   bool compressed = false;
+  std::string compression;  // "gzip", "zstd", or "" (see ByteSource::compression)
   double elapsed_seconds = 0;
   StageCpuSeconds cpu_seconds;
   uint64_t rejected_cuts = 0;  // speculative chunks whose parse failed, cut again exactly

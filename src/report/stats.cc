@@ -83,8 +83,9 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
   line("trace", p.path);
   line("platform", StrCat(PlatformName(p.platform), " (", p.platform_evidence, ")"));
   line("gpu", p.gpu.empty() ? "(not named)" : p.gpu);
-  line("bytes", StrCat(Thousands(p.input_bytes), " (", HumanBytes(p.input_bytes),
-                       p.compressed ? StrCat(", ", HumanBytes(p.file_bytes), " gzip") : "", ")"));
+  line("bytes",
+       StrCat(Thousands(p.input_bytes), " (", HumanBytes(p.input_bytes),
+              p.compressed ? StrCat(", ", HumanBytes(p.file_bytes), " ", p.compression) : "", ")"));
   line("events", Thousands(p.events));
   for (const auto& [cat, count] : p.event_categories) {
     line(StrCat("  ", EventCategoryName(cat)), Thousands(count));
