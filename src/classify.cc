@@ -244,7 +244,8 @@ struct PredicateParser {
 absl::StatusOr<std::shared_ptr<const RuleSet>> LoadBuiltin(std::string_view name) {
   for (size_t i = 0; i < kEmbeddedRuleCount; ++i) {
     if (kEmbeddedRules[i].name == name) {
-      return RuleSet::FromYaml(kEmbeddedRules[i].text, StrCat("data/rules/", name, ".yaml"));
+      return RuleSet::FromYaml(kEmbeddedRules[i].text, StrCat("data/rules/", name, ".yaml"),
+                               /*check_regexes=*/false);
     }
   }
   return absl::NotFoundError(StrCat(
@@ -438,7 +439,8 @@ absl::Status CheckRegexes(const RuleSet& set, const RuleFileError& err) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_view text,
-                                                                 const std::string& source) {
+                                                                 const std::string& source,
+                                                                 bool check_regexes) {
   RuleFileError err(source);
   YAML::Node root;
   auto set = std::make_shared<RuleSet>();
@@ -460,8 +462,10 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> RuleSet::FromYaml(std::string_vie
                                              set->categories_.size(), "; at most ", kMaxCategories,
                                              ")"));
   }
-  absl::Status regexes = CheckRegexes(*set, err);
-  if (!regexes.ok()) return regexes;
+  if (check_regexes) {
+    absl::Status regexes = CheckRegexes(*set, err);
+    if (!regexes.ok()) return regexes;
+  }
   return std::shared_ptr<const RuleSet>(std::move(set));
 }
 

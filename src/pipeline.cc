@@ -45,6 +45,10 @@ int DefaultThreadCount() {
 
 namespace {
 
+int ThreadCount(const PipelineOptions& options) {
+  return options.threads > 0 ? options.threads : DefaultThreadCount();
+}
+
 // One ChunkParser per thread for the whole process: their buffers are allocated (and
 // page-faulted) once, then reused by every chunk of every trace.
 tbb::enumerable_thread_specific<ChunkParser>& Parsers() {
@@ -131,6 +135,14 @@ bool CanReadTwice(const std::string& path) {
   return path != "-" && std::filesystem::is_regular_file(path, ec);
 }
 
+ChunkerOptions ChunkerOptionsFor(const std::string& path, const PipelineOptions& options) {
+  ChunkerOptions o;
+  o.chunk_bytes = options.chunk_bytes;
+  o.speculate = options.speculative_cuts && CanReadTwice(path);
+  o.threads = static_cast<size_t>(ThreadCount(options));
+  return o;
+}
+
 // ChunkSource is the serial front of the graph: it reads blocks, cuts them into chunks of whole
 // events and, as soon as the keys before `traceEvents` have been read, detects the platform that
 // names are classified with (the reducer re-classifies if the final detection, which also weighs
@@ -142,8 +154,7 @@ class ChunkSource {
       : path_(path),
         window_bytes_(options.window_bytes),
         bytes_(std::move(bytes)),
-        chunker_(path, ChunkerOptions{options.chunk_bytes,
-                                      options.speculative_cuts && CanReadTwice(path)}),
+        chunker_(path, ChunkerOptionsFor(path, options)),
         progress_(progress),
         trace_index_(trace_index) {
     if (bytes_->random_access()) chunker_.UseFile(bytes_.get());
@@ -500,7 +511,7 @@ absl::StatusOr<TraceMetadata> ReadLeadingMetadata(const std::string& path) {
 absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
     const std::vector<std::string>& paths, std::shared_ptr<const Classifier> classifier,
     const PipelineOptions& options) {
-  const int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
+  const int threads = ThreadCount(options);
   tbb::task_arena arena(threads);
   return ProfileInArena(arena, threads, paths, std::move(classifier), options);
 }
@@ -509,7 +520,7 @@ absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::st
                                          std::shared_ptr<const Classifier> classifier,
                                          const PipelineOptions& options,
                                          const FusionOptions& fusion) {
-  const int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
+  const int threads = ThreadCount(options);
   tbb::task_arena arena(threads);
   auto started = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<TraceProfile>> profiles =

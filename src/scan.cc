@@ -669,7 +669,13 @@ absl::StatusOr<std::optional<EventCut>> EventChunker::FindCutInFile(uint64_t tar
 }
 
 absl::Status EventChunker::CutFile(std::vector<EventChunk>* out) {
-  const uint64_t target = spec_start_ + options_.chunk_bytes;
+  // Four chunks per thread in what is left, once that is less than a full chunk each.
+  const uint64_t left = file_->file_bytes() - spec_start_;
+  const uint64_t share = left / (4 * std::max<uint64_t>(options_.threads, 1));
+  const uint64_t target =
+      spec_start_ + std::clamp<uint64_t>(share,
+                                         std::min(options_.min_chunk_bytes, options_.chunk_bytes),
+                                         options_.chunk_bytes);
   std::optional<EventCut> cut;
   if (target < file_->file_bytes()) {
     absl::StatusOr<std::optional<EventCut>> found = FindCutInFile(target);

@@ -178,6 +178,10 @@ struct ChunkerOptions {
   size_t chunk_bytes = 2u << 20;
   // Cut at `},{` patterns between events; false: the exact splitter scans everything.
   bool speculate = true;
+  // The threads that parse chunks: near the end of a file read at random, chunks shrink (to no
+  // less than min_chunk_bytes) so that the last ones keep every thread busy.
+  size_t threads = 1;
+  size_t min_chunk_bytes = 128u << 10;
 };
 
 // EventChunker is the serial front of the pipeline: fed the input's blocks in order, it hands out
