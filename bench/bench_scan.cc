@@ -1,6 +1,7 @@
 // Event splitter and serial front throughput (bytes/s) on generated traces.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -74,8 +75,38 @@ void BM_SerialFront(benchmark::State& state, const char* layout) {
   state.counters["chunks"] = double(chunks.size());
   state.counters["speculative"] = double(speculative);
 }
+// The serial front on a stream (a pipe, or inflated blocks), less the reading or inflating: the
+// blocks are in memory, and cuts are searched in them.
+void BM_SerialFrontStream(benchmark::State& state, const char* layout) {
+  const std::string& text = GeneratedTrace("amd", layout, 256 << 20);
+  const size_t kBlock = size_t{2} << 20;
+  std::vector<EventChunk> chunks;
+  for (auto _ : state) {
+    EventChunker chunker("bench", ChunkerOptions{});
+    chunks.clear();
+    absl::Status st;
+    for (size_t at = 0; at < text.size() && st.ok(); at += kBlock) {
+      Block block;
+      block.data = text.data() + at;
+      block.size = std::min(kBlock, text.size() - at);
+      block.offset = at;
+      st = chunker.Feed(block, &chunks);
+    }
+    if (!st.ok() || !chunker.Finish(&chunks).ok()) {
+      state.SkipWithError("cutting failed");
+      break;
+    }
+    benchmark::DoNotOptimize(chunks.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(text.size()));
+  state.counters["chunks"] = double(chunks.size());
+}
+BENCHMARK_CAPTURE(BM_SerialFrontStream, kineto, "kineto")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SerialFrontStream, compact, "compact")->Unit(benchmark::kMillisecond);
+
 BENCHMARK_CAPTURE(BM_SerialFront, kineto, "kineto")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SerialFront, lines, "lines")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SerialFront, compact, "compact")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Splitter, kineto, "kineto")->Unit(benchmark::kMillisecond);
 
 // The floor of any byte-by-byte scan: memchr for one character over the same bytes.
