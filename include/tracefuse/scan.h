@@ -191,8 +191,9 @@ struct ChunkerOptions {
 // the input goes through the exact splitter again. A speculative chunk that fails to parse is
 // handed back with Restart(): the chunker cuts exactly from its start to its end, which finds
 // either the real error, with its exact offset and message, or the events a wrong cut split.
-// Performance: speculative cutting costs a few hundred bytes of scanning per chunk (tens of
-// GB/s), against about 6 GB/s for the exact splitter, which is also serial.
+// Performance: speculative cutting scans a few hundred bytes per chunk, about 750 GB/s of input
+// from a regular file (BM_SerialFront, an 8 KiB pread per chunk), against about 6 GB/s for the
+// exact splitter, which is also serial.
 class EventChunker {
  public:
   EventChunker(std::string display_name, ChunkerOptions options);
