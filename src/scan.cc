@@ -557,6 +557,7 @@ absl::Status EventChunker::FeedExact(const Block& block, size_t from,
       Number(out, first);
       spec_start_ = cut->next_event;
       line_position_ = static_cast<int>(cut->line_position);
+      if (!at_first_cut_) at_first_cut_ = splitter_;
       if (file_ != nullptr) {
         mode_ = Mode::kFile;  // the rest of this block is read again, by the parallel stage
         return absl::OkStatus();
@@ -728,6 +729,7 @@ absl::Status EventChunker::Finish(std::vector<EventChunk>* out) {
 }
 
 void EventChunker::Restart(const EventChunk& chunk) {
+  splitter_ = *at_first_cut_;  // a speculative chunk was cut after it
   ResumeExact(chunk.begin, chunk.end);
   next_seq_ = 0;
   if (++rejected_ >= kMaxRejected) options_.speculate = false;

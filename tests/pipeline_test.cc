@@ -463,3 +463,52 @@ TEST(Pipeline, DamagedTracesFailAlikeWithSpeculativeCuts) {
 
 }  // namespace
 }  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+// Arrays of objects after the events array offer cuts too, in the same layout: speculative
+// chunks run past the events' end, are rejected, and the trace is cut exactly from there, even
+// when the front has already scanned the end of the input by then (timing-dependent, hence the
+// repetitions).
+TEST(Pipeline, CutsPastTheEventsArrayAreRejected) {
+  for (const char* separator : {", ", ",\n  "}) {
+    std::string text = "{\"schemaVersion\": 1, \"traceEvents\": [";
+    for (int i = 0; i < 4000; ++i) {
+      if (i > 0) text += separator;
+      text += "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k" + std::to_string(i % 5) +
+              "\", \"ts\": " + std::to_string(10 * i) +
+              ", \"dur\": 3, \"args\": {\"correlation\": " + std::to_string(i) + "}}";
+    }
+    text += "], \"otherArray\": [";
+    for (int i = 0; i < 4000; ++i) {
+      if (i > 0) text += separator;
+      text += "{\"a\": " + std::to_string(i) + ", \"b\": [1, 2]}";
+    }
+    text += "], \"deviceProperties\": [{\"name\": \"GPU\", \"warpSize\": 32}]}\n";
+    testing::TempDir dir;
+    const std::string path = dir.File("trailer.json", text);
+    PipelineOptions exact;
+    exact.speculative_cuts = false;
+    auto reference = Profile(path, exact);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    ASSERT_EQ(reference->kernel_count, 4000u);
+    for (int repeat = 0; repeat < 5; ++repeat) {
+      for (int threads : {1, 2, 7}) {
+        for (size_t chunk : {size_t{4} << 10, size_t{64} << 10}) {
+          PipelineOptions o;
+          o.threads = threads;
+          o.chunk_bytes = chunk;
+          auto p = Profile(path, o);
+          ASSERT_TRUE(p.ok()) << p.status();
+          ExpectSameProfile(*reference, *p);
+          EXPECT_EQ(p->metadata.keys, reference->metadata.keys);
+          EXPECT_EQ(p->metadata.warp_size, 32);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tracefuse

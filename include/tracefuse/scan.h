@@ -252,6 +252,10 @@ class EventChunker {
   std::optional<uint64_t> seek_;
   std::string window_;                // bytes read around a target offset
   int line_position_ = kAnyPosition;  // of the cut where speculation began
+  // The splitter as it stood where speculation began: between two events of the events array,
+  // as it stands at every cut. A restart goes back to it, since the splitter may have scanned the
+  // end of the input (and closed the events array) before a chunk was rejected.
+  std::optional<EventSplitter> at_first_cut_;
   uint64_t rejected_ = 0;
 };
 
