@@ -193,14 +193,7 @@ void EventSplitter::OpenChunk(uint64_t offset) {
 
 void EventSplitter::AddPiece(const Block& block, uint64_t end_offset) {
   uint64_t from = std::max(piece_from_, block.offset);
-  if (end_offset > from) {
-    Block piece;
-    piece.data = block.data + (from - block.offset);
-    piece.size = static_cast<size_t>(end_offset - from);
-    piece.offset = from;
-    piece.owner = block.owner;
-    chunk_.pieces.push_back(std::move(piece));
-  }
+  if (end_offset > from) chunk_.pieces.push_back(block.Slice(from, end_offset));
   piece_from_ = end_offset;
 }
 
@@ -521,12 +514,8 @@ void EventChunker::Number(std::vector<EventChunk>* out, size_t first) {
 absl::Status EventChunker::FeedSplitter(const Block& block, size_t from, size_t to,
                                         std::vector<EventChunk>* out) {
   if (to <= from) return absl::OkStatus();
-  Block part = block;
-  part.data += from;
-  part.size = to - from;
-  part.offset += from;
   const size_t first = out->size();
-  absl::Status st = splitter_.Feed(part, out);
+  absl::Status st = splitter_.Feed(block.Slice(block.offset + from, block.offset + to), out);
   Number(out, first);
   return st;
 }
@@ -607,12 +596,7 @@ void EventChunker::EmitSpeculative(const EventCut& cut, std::vector<EventChunk>*
   for (const Block& b : held_) {
     const uint64_t from = std::max(b.offset, chunk.begin);
     const uint64_t to = std::min(b.offset + b.size, chunk.end);
-    if (to <= from) continue;
-    Block piece = b;
-    piece.data += from - b.offset;
-    piece.size = static_cast<size_t>(to - from);
-    piece.offset = from;
-    chunk.pieces.push_back(std::move(piece));
+    if (to > from) chunk.pieces.push_back(b.Slice(from, to));
   }
   chunk.seq = next_seq_++;
   out->push_back(std::move(chunk));

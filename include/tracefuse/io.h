@@ -30,6 +30,12 @@ struct Block {
   size_t size = 0;
   uint64_t offset = 0;
   std::shared_ptr<const void> owner;  // keeps `data` alive
+
+  // Slice() is the part of this block from input offset `from` to `to` (both within it), kept
+  // alive by the same owner.
+  Block Slice(uint64_t from, uint64_t to) const {
+    return Block{data + (from - offset), static_cast<size_t>(to - from), from, owner};
+  }
 };
 
 // GzipInflaterKind chooses what inflates gzip input. kIsal is ISA-L for every member it handles
