@@ -49,10 +49,7 @@ TraceProfile Build(const std::vector<std::string>& layer, int groups) {
   auto c = WaferKernel();
   TraceReducer reducer(c);
   ParsedChunk chunk;
-  for (const std::string& n : layer) {
-    chunk.name_bytes += n;
-    chunk.name_offsets.push_back(static_cast<uint32_t>(chunk.name_bytes.size()));
-  }
+  for (const std::string& n : layer) chunk.names.Append(n);
   std::vector<RuleId> rules;
   CachedClassifier(c, Platform::kUnknown).ClassifyNames(chunk, &rules);
   int64_t ts = 0;

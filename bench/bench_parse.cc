@@ -1,5 +1,6 @@
 // Chunk parser throughput: simdjson On-Demand over event chunks into kernel records, with the
-// parser warm (reused, as in the pipeline), for several chunk sizes.
+// parser warm (reused, as in the pipeline), for several chunk sizes; and, at 2 MiB, with the CPU
+// side read too (`tracefuse ops`), against the kernels alone in the same run.
 #include <benchmark/benchmark.h>
 
 #include "bench_input.h"
@@ -24,6 +25,22 @@ void BM_ParseWarm(benchmark::State& state) {
   state.counters["events/s"] = benchmark::Counter(double(events), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ParseWarm)->Arg(1 << 20)->Arg(2 << 20)->Arg(4 << 20)->Unit(benchmark::kMillisecond);
+
+void BM_ParseWithHostActivity(benchmark::State& state) {
+  const std::string& text = GeneratedTrace("amd", "lines", 64 << 20);
+  std::vector<EventChunk> chunks = Chunks(text, 2 << 20);
+  ChunkParser parser;
+  ParsedChunk out;
+  ParseOptions options;
+  options.host_activity = true;
+  for (auto _ : state) {
+    for (const EventChunk& c : chunks) {
+      if (!parser.Parse(c, "bench", &out, options).ok()) state.SkipWithError("parse failed");
+    }
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(text.size()));
+}
+BENCHMARK(BM_ParseWithHostActivity)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tracefuse::bench

@@ -25,6 +25,10 @@ std::string_view TrimRight(std::string_view s) {
 
 bool IsKernelCategory(std::string_view cat) { return cat == "kernel" || cat == "Kernel"; }
 bool IsRuntimeCategory(std::string_view cat) { return cat == "cuda_runtime" || cat == "Runtime"; }
+// Launches are runtime calls, or driver calls (cuLaunchKernel, which Triton and CUTLASS use).
+bool IsLaunchCategory(std::string_view cat) {
+  return IsRuntimeCategory(cat) || cat == "cuda_driver";
+}
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
@@ -51,8 +55,41 @@ bool ReadInteger(od::value v, int64_t* out) {
 
 }  // namespace
 
+namespace {
+
+// FastMicrosToNanos() converts the common form, "[-]D{1,15}[.D{0,3}]", with no overflow checks
+// (15 integer digits stay below INT64_MAX / 1000); nullopt for anything else, which the general
+// path then takes. Every kernel and CPU op has two such numbers.
+std::optional<int64_t> FastMicrosToNanos(std::string_view s) {
+  size_t i = s.size() > 0 && s[0] == '-' ? 1 : 0;
+  const size_t int_begin = i;
+  uint64_t micros = 0;
+  while (i < s.size() && static_cast<unsigned>(s[i] - '0') < 10) {
+    micros = micros * 10 + static_cast<unsigned>(s[i] - '0');
+    ++i;
+  }
+  if (i == int_begin || i - int_begin > 15) return std::nullopt;
+  uint64_t frac = 0;
+  int digits = 0;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    for (; i < s.size() && static_cast<unsigned>(s[i] - '0') < 10; ++i, ++digits) {
+      if (digits == 3) return std::nullopt;
+      frac = frac * 10 + static_cast<unsigned>(s[i] - '0');
+    }
+    if (digits == 0) return std::nullopt;
+  }
+  if (i != s.size()) return std::nullopt;
+  static constexpr uint64_t kScale[] = {1000, 100, 10, 1};
+  const auto ns = static_cast<int64_t>(micros * 1000 + frac * kScale[digits]);
+  return int_begin == 1 ? -ns : ns;
+}
+
+}  // namespace
+
 std::optional<int64_t> MicrosToNanos(std::string_view s) {
   s = TrimRight(s);
+  if (std::optional<int64_t> fast = FastMicrosToNanos(s)) return fast;
   if (s.empty()) return std::nullopt;
   size_t i = 0;
   bool negative = false;
@@ -104,13 +141,19 @@ std::optional<int64_t> MicrosToNanos(std::string_view s) {
   return negative ? -ns : ns;
 }
 
+bool IsStepAnnotation(std::string_view name) {
+  return StartsWith(name, "ProfilerStep#") || StartsWith(name, "step[") ||
+         (StartsWith(name, "execute_") && name.find("context") != std::string_view::npos);
+}
+
 void ParsedChunk::Clear() {
   events = 0;
   kernels.clear();
-  name_bytes.clear();
-  name_offsets.assign(1, 0);
+  names.Clear();
+  host.Clear();
   categories.clear();
   kernels_with_bad_times = 0;
+  host_events_without_times = 0;
   evidence = EventEvidence();
 }
 
@@ -119,7 +162,10 @@ struct EventFields {
   std::string_view cat, name, ts_raw, dur_raw;
   bool have_cat = false, have_name = false;
   KernelEvent kernel;  // args, read when the event may be a kernel
+  std::string_view pid_raw, tid_raw;  // read with ParseOptions::host_activity only
 };
+
+constexpr std::string_view kModulePrefix = "nn.Module: ";
 
 // HugePageBuffer is uninitialized memory in 2 MiB transparent huge pages where the kernel grants
 // them: a fresh 4 KiB page costs about 15 us to fault in on these machines, so a parser's first
@@ -151,7 +197,13 @@ struct ChunkParser::Impl {
   od::parser parser;
   HugePageBuffer buffer;
   size_t capacity = 0;
+  // The chunk's distinct strings, keyed by views into the document (simdjson keeps every string
+  // it unescapes until the next document); threads by "PID\tTID", which is built.
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_names;
+  absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_host_names;
+  StringMap<uint32_t> local_threads;
+  std::string last_pid, last_tid;
+  uint32_t last_thread = 0;
   double read_cpu_seconds = 0;  // of the last CopyChunk()
 
   void Reserve(size_t bytes) {
@@ -236,12 +288,71 @@ struct ChunkParser::Impl {
   }
 
   uint32_t LocalName(std::string_view name, ParsedChunk* out) {
-    auto [slot, inserted] = local_names.try_emplace(name, 0);
-    if (inserted) {
-      slot->second = static_cast<uint32_t>(out->name_count());
-      out->name_bytes.append(name);
-      out->name_offsets.push_back(static_cast<uint32_t>(out->name_bytes.size()));
+    return Intern(name, &local_names, &out->names);
+  }
+
+  // AddHostEvent() keeps a CPU-side event the op-level comparison reads: an op, annotation or
+  // module frame with its times, or a runtime call with its correlation id.
+  absl::Status AddHostEvent(const EventChunk& chunk, size_t len, const EventFields& f,
+                            const std::string& display_name, ParsedChunk* out) {
+    std::optional<HostOpKind> kind = HostOpKindOf(f);
+    const bool call = !kind && (f.kernel.flags & KernelEvent::kHasCorrelation) &&
+                      IsLaunchCategory(f.cat);
+    if (!kind && !call) return absl::OkStatus();
+    std::optional<int64_t> ts = MicrosToNanos(f.ts_raw);
+    std::optional<int64_t> dur = MicrosToNanos(f.dur_raw);
+    for (std::string_view raw : {f.ts_raw, f.dur_raw}) {
+      if (!raw.empty() && !MicrosToNanos(raw) && !IsNonNumericJsonValue(raw)) {
+        return absl::InvalidArgumentError(StrCat(display_name, ": malformed JSON at byte ",
+                                                 Offset(chunk, len, raw.data()),
+                                                 ": invalid number '",
+                                                 TrimRight(raw.substr(0, 32)), "'"));
+      }
     }
+    if (!ts || (kind && !dur)) {
+      ++out->host_events_without_times;
+      return absl::OkStatus();
+    }
+    HostActivity& host = out->host;
+    const uint32_t thread = Thread(f, &host);
+    const auto position = static_cast<uint32_t>(out->events - 1);
+    if (call) {
+      host.calls.push_back(RuntimeCall{*ts, f.kernel.correlation, thread,
+                                       Intern(f.name, &local_host_names, &host.names), position});
+      return absl::OkStatus();
+    }
+    std::string_view name = f.name;
+    if (*kind == HostOpKind::kModule) name.remove_prefix(kModulePrefix.size());
+    host.ops.push_back(HostOp{*ts, *dur, thread, Intern(name, &local_host_names, &host.names),
+                              *kind, position});
+    return absl::OkStatus();
+  }
+
+  static std::optional<HostOpKind> HostOpKindOf(const EventFields& f) {
+    if (f.cat == "cpu_op" || f.cat == "Operator") return HostOpKind::kOperator;
+    if (f.cat == "user_annotation") {
+      return IsStepAnnotation(f.name) ? HostOpKind::kStep : HostOpKind::kAnnotation;
+    }
+    if (f.cat == "python_function" && StartsWith(f.name, kModulePrefix)) {
+      return HostOpKind::kModule;
+    }
+    return std::nullopt;
+  }
+
+  // Thread() interns the event's "PID\tTID"; consecutive events mostly share one.
+  uint32_t Thread(const EventFields& f, HostActivity* host) {
+    const std::string_view pid = TrimRight(f.pid_raw), tid = TrimRight(f.tid_raw);
+    if (host->threads.size() > 0 && pid == last_pid && tid == last_tid) return last_thread;
+    last_pid.assign(pid);
+    last_tid.assign(tid);
+    last_thread = Intern(StrCat(pid, "\t", tid), &local_threads, &host->threads);
+    return last_thread;
+  }
+
+  template <typename Index>
+  static uint32_t Intern(std::string_view s, Index* index, InternedStrings* table) {
+    auto [slot, inserted] = index->try_emplace(s, 0);
+    if (inserted) slot->second = table->Append(s);
     return slot->second;
   }
 };
@@ -349,9 +460,13 @@ simdjson::error_code ReadKernelArgs(od::value value, KernelEvent* k) {
 }
 
 // ReadEvent() reads the fields tracefuse needs; `args` only when the event may be a kernel (its
-// `cat`, when it comes first, says so), since args are most of an event's bytes.
-simdjson::error_code ReadEvent(od::object event, EventFields* f) {
-  simdjson::error_code err = ForEachField(event, [f](od::raw_json_string key, od::value value) {
+// `cat`, when it comes first, says so) or, with `host`, a runtime call, since args are most of an
+// event's bytes.
+simdjson::error_code ReadEvent(od::object event, bool host, EventFields* f) {
+  auto wants_args = [host](const EventFields& f) {
+    return !f.have_cat || IsKernelCategory(f.cat) || (host && IsLaunchCategory(f.cat));
+  };
+  simdjson::error_code err = ForEachField(event, [&](od::raw_json_string key, od::value value) {
     if (key == "cat") {
       f->have_cat = value.get_string().get(f->cat) == simdjson::SUCCESS;
     } else if (key == "name") {
@@ -360,8 +475,12 @@ simdjson::error_code ReadEvent(od::object event, EventFields* f) {
       f->ts_raw = value.raw_json_token();
     } else if (key == "dur") {
       f->dur_raw = value.raw_json_token();
-    } else if (key == "args" && (!f->have_cat || IsKernelCategory(f->cat))) {
+    } else if (key == "args" && wants_args(*f)) {
       return ReadKernelArgs(value, &f->kernel);
+    } else if (host && key == "pid") {
+      f->pid_raw = value.raw_json_token();
+    } else if (host && key == "tid") {
+      f->tid_raw = value.raw_json_token();
     }
     return simdjson::SUCCESS;
   });
@@ -386,7 +505,7 @@ ChunkParser::ChunkParser(size_t initial_capacity) : impl_(std::make_unique<Impl>
 ChunkParser::~ChunkParser() = default;
 
 absl::Status ChunkParser::Parse(const EventChunk& chunk, const std::string& display_name,
-                                ParsedChunk* out) {
+                                ParsedChunk* out, const ParseOptions& options) {
   Impl& im = *impl_;
   out->Clear();
   out->seq = chunk.seq;
@@ -413,10 +532,13 @@ absl::Status ChunkParser::Parse(const EventChunk& chunk, const std::string& disp
     return im.Malformed(chunk, len, display_name, err, static_cast<const char*>(nullptr));
   }
   im.local_names.clear();
+  im.local_host_names.clear();
+  im.local_threads.clear();
   for (auto item : events) {
     od::object event;
     EventFields f;
-    if ((err = item.get_object().get(event)) || (err = ReadEvent(event, &f))) {
+    if ((err = item.get_object().get(event)) ||
+        (err = ReadEvent(event, options.host_activity, &f))) {
       return im.Malformed(chunk, len, display_name, err, &doc);
     }
     ++out->events;
@@ -424,8 +546,12 @@ absl::Status ChunkParser::Parse(const EventChunk& chunk, const std::string& disp
     if (IsKernelCategory(f.cat)) {
       absl::Status added = im.AddKernel(chunk, len, &f, display_name, out);
       if (!added.ok()) return added;
-    } else if (f.have_name && IsRuntimeCategory(f.cat)) {
-      CountRuntimeCall(f, &out->evidence);
+      continue;
+    }
+    if (f.have_name && IsRuntimeCategory(f.cat)) CountRuntimeCall(f, &out->evidence);
+    if (options.host_activity) {
+      absl::Status added = im.AddHostEvent(chunk, len, f, display_name, out);
+      if (!added.ok()) return added;
     }
   }
   // A chunk cut speculatively inside an event, or past the end of the events array, closes the

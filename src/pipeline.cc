@@ -335,6 +335,7 @@ class TraceRun {
       : path_(path),
         threads_(threads),
         source_(path, std::move(bytes), options, progress, trace_index),
+        parse_options_{options.host_activity},
         keep_kernel_records_(options.keep_kernel_records),
         reducer_(classifier, options.keep_kernel_records),
         classifiers_([this, classifier] {
@@ -363,7 +364,7 @@ class TraceRun {
   Work* ParseAndClassify(Work* w) {
     if (!stop_.load(std::memory_order_relaxed)) {
       const double parse_started = ThreadCpuSeconds();
-      w->status = Parsers().local().Parse(w->chunk, path_, &w->parsed);
+      w->status = Parsers().local().Parse(w->chunk, path_, &w->parsed, parse_options_);
       const double classify_started = ThreadCpuSeconds();
       if (w->status.ok()) classifiers_.local().ClassifyNames(w->parsed, &w->name_rules);
       const double summarize_started = ThreadCpuSeconds();
@@ -437,6 +438,7 @@ class TraceRun {
   const std::string& path_;
   size_t threads_;
   ChunkSource source_;
+  ParseOptions parse_options_;
   bool keep_kernel_records_;
   TraceReducer reducer_;
   tbb::enumerable_thread_specific<CachedClassifier> classifiers_;
@@ -462,9 +464,12 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
   return run.Run(started);
 }
 
+// ProfileInArena() streams the traces concurrently in `arena`; `then`, when given, runs on each
+// trace's profile as soon as it is complete, while the other traces may still be streaming.
 absl::StatusOr<std::vector<TraceProfile>> ProfileInArena(
     tbb::task_arena& arena, int threads, const std::vector<std::string>& paths,
-    std::shared_ptr<const Classifier> classifier, const PipelineOptions& options) {
+    std::shared_ptr<const Classifier> classifier, const PipelineOptions& options,
+    const std::function<void(size_t, TraceProfile*)>& then = nullptr) {
   SharedProgress progress(options, paths);
   std::vector<absl::StatusOr<TraceProfile>> results;
   for (size_t i = 0; i < paths.size(); ++i) results.emplace_back(absl::UnknownError("not run"));
@@ -474,6 +479,7 @@ absl::StatusOr<std::vector<TraceProfile>> ProfileInArena(
         [&](size_t i) {
           results[i] = RunGraph(paths[i], classifier, options, static_cast<size_t>(threads),
                                 options.progress ? &progress : nullptr, i);
+          if (then && results[i].ok()) then(i, &*results[i]);
         },
         tbb::simple_partitioner());
   });
@@ -534,6 +540,62 @@ absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::st
       [&] { c.report = AnalyzeFusion(c.traces[Side::kTrace1], c.traces[Side::kTrace2], fusion); });
   c.analyze_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - merged).count();
+  return c;
+}
+
+namespace {
+
+// AddGraphReplayTypes() gives the top instances that are graph replays on `side` their kernels'
+// categories, in start order.
+void AddGraphReplayTypes(const TraceProfile& profile, const OpTree& tree, Side side,
+                         std::vector<MatchedInstance>* instances) {
+  std::vector<uint32_t> units;
+  for (const MatchedInstance& m : *instances) {
+    if (m.graph[side]) units.push_back(m.units[side]);
+  }
+  if (units.empty()) return;
+  const std::vector<std::vector<CategoryId>> types = KernelTypesOf(profile, tree, units);
+  size_t next = 0;
+  for (MatchedInstance& m : *instances) {
+    if (!m.graph[side]) continue;
+    for (CategoryId c : types[next++]) m.types[side].push_back(profile.category_name(c));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<OperatorComparison> CompareOperators(const std::string& path1,
+                                                    const std::string& path2,
+                                                    std::shared_ptr<const Classifier> classifier,
+                                                    PipelineOptions options,
+                                                    const OpCompareOptions& compare) {
+  const int threads = ThreadCount(options);
+  tbb::task_arena arena(threads);
+  auto started = std::chrono::steady_clock::now();
+  options.keep_kernel_records = true;
+  options.host_activity = true;
+  OperatorComparison c;
+  // Each trace is linked to its ops as soon as it is read, while the other may still stream.
+  auto link = [&c](size_t i, TraceProfile* profile) {
+    c.trees[i] = BuildOpTree(*profile);
+    profile->host = TraceHost();  // not needed past here
+  };
+  absl::StatusOr<std::vector<TraceProfile>> profiles =
+      ProfileInArena(arena, threads, {path1, path2}, std::move(classifier), options, link);
+  if (!profiles.ok()) return profiles.status();
+  c.traces = {{std::move((*profiles)[0]), std::move((*profiles)[1])}};
+  auto read = std::chrono::steady_clock::now();
+  c.read_seconds = std::chrono::duration<double>(read - started).count();
+  arena.execute([&] {
+    c.ops = CompareOps(c.trees[Side::kTrace1], c.trees[Side::kTrace2], compare);
+    tbb::parallel_for(size_t{0}, size_t{2}, [&](size_t i) {
+      const Side side = kSides[i];
+      AddGraphReplayTypes(c.traces[side], c.trees[side], side, &c.ops.top_instances);
+      c.traces[side].kernels = KernelStream();
+    });
+  });
+  c.analyze_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - read).count();
   return c;
 }
 

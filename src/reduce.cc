@@ -137,6 +137,7 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const std::vector<RuleId>& 
 void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary,
                            const std::vector<RuleId>& name_rules) {
   TraceProfile& p = profile_;
+  ConsumeHost(chunk, p.events);
   p.events += chunk.events;
   p.kernels_with_bad_times += chunk.kernels_with_bad_times;
   p.kernel_count += chunk.kernels.size();
@@ -190,6 +191,45 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary
   }
 }
 
+namespace {
+
+// Interns `table`'s strings into the trace's `strings`, giving each local index its global one.
+void InternAll(const InternedStrings& table, StringMap<uint32_t>* ids,
+               std::vector<std::string>* strings, std::vector<uint32_t>* to_global) {
+  to_global->resize(table.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    auto [it, inserted] = ids->try_emplace(table[i], static_cast<uint32_t>(strings->size()));
+    if (inserted) strings->emplace_back(table[i]);
+    (*to_global)[i] = it->second;
+  }
+}
+
+}  // namespace
+
+void TraceReducer::ConsumeHost(const ParsedChunk& chunk, uint64_t first_position) {
+  const HostActivity& local = chunk.host;
+  TraceHost& host = profile_.host;
+  host.events_without_times += chunk.host_events_without_times;
+  if (local.ops.empty() && local.calls.empty()) return;
+  InternAll(local.names, &host_name_ids_, &host.names, &host_names_to_global_);
+  InternAll(local.threads, &host_thread_ids_, &host.threads, &host_threads_to_global_);
+  auto position = [first_position](uint32_t p) {
+    return static_cast<uint32_t>(first_position + p);
+  };
+  for (HostOp op : local.ops) {
+    op.thread = host_threads_to_global_[op.thread];
+    op.name = host_names_to_global_[op.name];
+    op.position = position(op.position);
+    host.ops.push_back(op);
+  }
+  for (RuntimeCall call : local.calls) {
+    call.thread = host_threads_to_global_[call.thread];
+    call.name = host_names_to_global_[call.name];
+    call.position = position(call.position);
+    host.calls.push_back(call);
+  }
+}
+
 TraceProfile TraceReducer::Finish(TraceMetadata metadata, Platform classified_with) {
   TraceProfile& p = profile_;
   p.metadata = std::move(metadata);
@@ -204,6 +244,8 @@ TraceProfile TraceReducer::Finish(TraceMetadata metadata, Platform classified_wi
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   name_ids_.clear();
   group_ids_.Clear();
+  host_name_ids_.clear();
+  host_thread_ids_.clear();
   return std::move(p);
 }
 

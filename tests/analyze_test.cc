@@ -3,11 +3,13 @@
 #include "tracefuse/analyze.h"
 
 #include <algorithm>
+#include <random>
 
 #include "analyze_internal.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "profile_builder.h"
+#include "tracefuse/op_compare.h"
 
 namespace tracefuse {
 namespace {
@@ -330,6 +332,51 @@ TEST(AnalysisDeathTest, NeedsKernelStreams) {
   TraceProfile full = BuildProfile(Sequence("abab", 1));
   EXPECT_DEATH(AnalyzeFusion(p, full), "kernels.size\\(\\) == trace1.kernel_count");
 #endif
+}
+
+}  // namespace
+}  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+// LcsLength() by dynamic programming, the reference for the diff.
+size_t LcsLength(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  std::vector<std::vector<size_t>> t(a.size() + 1, std::vector<size_t>(b.size() + 1, 0));
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      t[i][j] = a[i - 1] == b[j - 1] ? t[i - 1][j - 1] + 1 : std::max(t[i - 1][j], t[i][j - 1]);
+    }
+  }
+  return t[a.size()][b.size()];
+}
+
+// On random sequences over small alphabets (many equal elements, many optimal scripts), the
+// diff's matches are a common subsequence, in order, as long as the longest one; the edit
+// distance test agrees with n + m - 2 * LCS at and around the true distance.
+TEST(OpCompare, MyersMatchesAreALongestCommonSubsequence) {
+  std::mt19937 rng(12345);
+  for (int round = 0; round < 3000; ++round) {
+    const uint32_t alphabet = 1 + rng() % 4;
+    std::vector<uint32_t> a(rng() % 30), b(rng() % 30);
+    for (uint32_t& v : a) v = rng() % alphabet;
+    for (uint32_t& v : b) v = rng() % alphabet;
+    if (round % 3 == 0) b = a, b.insert(b.begin() + (rng() % (b.size() + 1)), 9);
+    const auto matches = MyersMatches(a, b);
+    for (size_t k = 0; k < matches.size(); ++k) {
+      const auto [i, j] = matches[k];
+      ASSERT_LT(i, a.size());
+      ASSERT_LT(j, b.size());
+      ASSERT_EQ(a[i], b[j]);
+      if (k > 0) ASSERT_TRUE(i > matches[k - 1].first && j > matches[k - 1].second);
+    }
+    const size_t lcs = LcsLength(a, b);
+    ASSERT_EQ(matches.size(), lcs) << "round " << round;
+    const uint32_t distance = static_cast<uint32_t>(a.size() + b.size() - 2 * lcs);
+    EXPECT_FALSE(EditDistanceExceeds(a, b, distance));
+    EXPECT_FALSE(EditDistanceExceeds(a, b, distance + 1));
+    if (distance > 0) EXPECT_TRUE(EditDistanceExceeds(a, b, distance - 1));
+  }
 }
 
 }  // namespace

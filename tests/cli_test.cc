@@ -519,3 +519,67 @@ TEST(Cli, TruncatedOrCorruptCompressedTracesGetOneLine) {
 
 }  // namespace
 }  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+TEST_F(CompareCli, OpsReportsTheOpsThatDifferWithTheirKernels) {
+  const std::string bin = std::string(TRACEFUSE_BINARY) + " ops " + Traces();
+  RunResult r = RunCommand(bin + " --top 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.rfind("OP-LEVEL COMPARISON: AMD vs NVIDIA\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("100.0% of kernel time linked to an op"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vllm::unified_attention_with_output  (no module)  x30: "),
+            std::string::npos)
+      << r.out;
+
+  RunResult csv = RunCommand(bin + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
+            "op,scope,matched,instances,trace1_instances,trace1_time_us,trace2_instances,"
+            "trace2_time_us,delta_us,ratio,trace1_kernels,trace2_kernels");
+
+  RunResult json = RunCommand(bin + " --format json --label1 MI300X --label2 H100");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["schema"], "tracefuse.ops/1");
+  EXPECT_EQ(j["traces"][0]["label"], "MI300X");
+  EXPECT_EQ(j["traces"][1]["gpu"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(j["traces"][0]["linked_kernel_time_us"], j["traces"][0]["kernel_time_us"]);
+  EXPECT_EQ(j["traces"][0]["steps"], 30);
+  EXPECT_EQ(j["top_instances"].size(), 20u);
+
+  RunResult md = RunCommand(bin + " --format markdown --top 1");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_EQ(md.out.rfind("# Op-level comparison: AMD vs NVIDIA\n", 0), 0u) << md.out;
+}
+
+TEST_F(CompareCli, OpsFailuresNameTheFileAndLeaveNoReport) {
+  const std::string out = dir_->path() + "/ops.json";
+  const std::string bad = dir_->File("bad_ops.json", R"({"traceEvents": [{"cat": "cpu_op"}, {]})");
+  RunResult r = RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + dir_->path() + "/amd.json " +
+                           bad + " --format json -o " + out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("tracefuse: error: " + bad + ": malformed JSON at byte ", 0), 0u) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  r = RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + dir_->path() + "/nope.json " +
+                 dir_->path() + "/amd.json -o " + out);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "tracefuse: error: " + dir_->path() + "/nope.json: No such file or directory\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const std::string bad_time = dir_->File(
+      "bad_time.json", R"({"traceEvents": [{"cat": "cpu_op", "name": "a", "ts": 1x, "dur": 2}]})");
+  r = RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + bad_time + " " + bad_time);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "tracefuse: error: " + bad_time + ": malformed JSON at byte 54: invalid "
+                   "number '1x'\n");
+  r = RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + dir_->path() + "/amd.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "tracefuse: error: TRACE2 is required (run 'tracefuse ops --help')\n");
+  r = RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + Traces() + " --format html");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace tracefuse

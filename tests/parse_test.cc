@@ -1,8 +1,10 @@
 #include "tracefuse/parse.h"
 
 #include <memory>
+#include <random>
 
 #include "absl/strings/match.h"
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 
 namespace tracefuse {
@@ -24,6 +26,34 @@ TEST(MicrosToNanos, RoundsExtraDigitsAndAcceptsExponents) {
   EXPECT_EQ(MicrosToNanos("1.23456789"), 1235);
   EXPECT_EQ(MicrosToNanos("1.5e3"), 1500000);
   EXPECT_EQ(MicrosToNanos("2E-3"), 2);
+}
+
+// Every value written with up to three decimals, as profilers write them, reads back exactly:
+// short and long integer parts, negative values, trailing zeros, whitespace after.
+TEST(MicrosToNanos, ReadsBackEveryValueWrittenWithThreeDecimals) {
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    const int digits = static_cast<int>(rng() % 19);  // up to 9.2e18 ns
+    int64_t ns = static_cast<int64_t>(rng() % 9200000000000000000ULL);
+    for (int d = digits; d < 19; ++d) ns /= 10;
+    if (rng() % 4 == 0) ns = -ns;
+    const int64_t micros = ns / 1000, frac = std::abs(ns % 1000);
+    std::string text = (ns < 0 && micros == 0 ? "-" : "") + std::to_string(micros);
+    switch (rng() % 4) {
+      case 0:
+        if (frac != 0) continue;  // the integer form only for whole microseconds
+        break;
+      case 1:
+        text += fmt::format(".{:03d}", frac);
+        break;
+      default:
+        text += fmt::format(".{:03d}", frac);
+        while (text.back() == '0') text.pop_back();
+        if (text.back() == '.') text += '0';
+    }
+    if (rng() % 8 == 0) text += " \n";
+    ASSERT_EQ(MicrosToNanos(text), ns) << text;
+  }
 }
 
 TEST(MicrosToNanos, RejectsNonNumbers) {

@@ -514,3 +514,71 @@ TEST(Pipeline, CutsPastTheEventsArrayAreRejected) {
 
 }  // namespace
 }  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+// OpsDigest() is every figure of an op-level comparison, one line each.
+std::string OpsDigest(const OpComparison& c) {
+  std::string out;
+  auto side = [&](const OpSide& s) {
+    out += StrCat(" ", s.instances, " ", s.time_ns);
+    for (const OpKernels& k : s.kernels) out += StrCat(" ", k.family, "x", k.count, "=", k.time_ns);
+  };
+  for (Side s : kSides) {
+    const OpTraceSummary& t = c.traces[s];
+    out += StrCat("trace ", t.kernels, " ", t.kernel_time_ns, " ", t.linked_ns, " ",
+                  t.launch_only_ns, " ", t.no_launch_ns, " ", t.steps, " ", t.top_level_ops, "\n");
+  }
+  out += StrCat("matched ", c.matched_ops, " capped ", c.capped_steps, "\n");
+  for (const OpRow& r : c.ops) {
+    out += StrCat("row ", r.op, "|", r.scope, "|", r.matched, " ", r.instances);
+    for (Side s : kSides) side(r.sides[s]);
+    out += "\n";
+  }
+  for (const UnmatchedGroup& g : c.unmatched_groups) {
+    out += StrCat("group ", g.step, " ", g.scope);
+    for (Side s : kSides) side(g.sides[s]);
+    out += "\n";
+  }
+  for (const MatchedInstance& m : c.top_instances) {
+    out += StrCat("instance ", m.step, " ", m.index, " ", m.op);
+    for (Side s : kSides) side(m.sides[s]);
+    out += "\n";
+  }
+  return out;
+}
+
+// The op-level comparison reads the CPU side across chunk boundaries: its positions, nesting
+// and links must not depend on how the traces were cut or on the thread count.
+TEST(Pipeline, OpComparisonIsTheSameForEveryThreadCountAndChunkSize) {
+  testing::TempDir dir;
+  const std::string amd =
+      Generate(dir, "a.json", "--platform amd --steps 60 --layers 3 --layout compact");
+  const std::string nvidia =
+      Generate(dir, "n.json", "--platform nvidia --steps 50 --layers 3 --layout kineto");
+  auto classifier = LoadClassifier("tracefuse");
+  ASSERT_TRUE(classifier.ok());
+  PipelineOptions exact;
+  exact.threads = 1;
+  exact.speculative_cuts = false;
+  auto reference = CompareOperators(amd, nvidia, *classifier, exact, OpCompareOptions());
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const std::string expected = OpsDigest(reference->ops);
+  // Every op of the shorter trace's steps finds its match (tools/gen.cc: per NVIDIA step, 8 step
+  // ops, the op around the graph launch and an aten::fill_ per eager kernel, 7 of them).
+  EXPECT_EQ(reference->ops.matched_ops, 50u * (8 + 1 + 7));
+  for (int threads : {2, 7}) {
+    for (size_t chunk : {size_t{4096}, size_t{64} << 10, size_t{8} << 20}) {
+      PipelineOptions o;
+      o.threads = threads;
+      o.chunk_bytes = chunk;
+      auto c = CompareOperators(amd, nvidia, *classifier, o, OpCompareOptions());
+      ASSERT_TRUE(c.ok()) << c.status();
+      EXPECT_EQ(OpsDigest(c->ops), expected) << threads << " threads, chunks of " << chunk;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tracefuse

@@ -40,10 +40,7 @@ inline ParsedChunk ChunkOf(const std::vector<TestKernel>& kernels) {
   for (const TestKernel& k : kernels) {
     uint32_t id = 0;
     while (id < p.name_count() && p.name(id) != k.name) ++id;
-    if (id == p.name_count()) {
-      p.name_bytes += k.name;
-      p.name_offsets.push_back(static_cast<uint32_t>(p.name_bytes.size()));
-    }
+    if (id == p.name_count()) p.names.Append(k.name);
     KernelEvent e;
     e.name = id;
     e.ts_ns = k.ts_ns;

@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "profile_builder.h"
+#include "tracefuse/op_tree.h"
 
 namespace tracefuse {
 namespace {
@@ -198,6 +199,51 @@ TEST(PlatformDetection, EachRuleInOrder) {
   EXPECT_EQ(DetectPlatform(m, {}, {"Cijk_Ailk", "ck::kernel", "elementwise"}, &why),
             Platform::kAmd);
   EXPECT_EQ(DetectPlatform(m, {}, {"nvjet_tst_128", "elementwise"}, &why), Platform::kNvidia);
+}
+
+}  // namespace
+}  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+TEST(OpTree, NormalizeOpNameDropsWhatDiffersBetweenRuns) {
+  EXPECT_EQ(NormalizeOpName("Linear_12"), "Linear");
+  EXPECT_EQ(NormalizeOpName("BertLayer_0"), "BertLayer");
+  EXPECT_EQ(NormalizeOpName("aten::linear"), "aten::linear");
+  EXPECT_EQ(NormalizeOpName("model.py(123): forward"), "model.py: forward");
+  EXPECT_EQ(NormalizeOpName("<built-in method at 0x7f3a9c01bd40>"), "<built-in method at 0x>");
+  EXPECT_EQ(NormalizeOpName("fn.py(x)"), "fn.py(x)");  // not a line number
+  EXPECT_EQ(NormalizeOpName("layer_"), "layer_");
+  EXPECT_EQ(NormalizeOpName("0x"), "0x");
+  EXPECT_EQ(NormalizeOpName(""), "");
+}
+
+TEST(OpTree, KernelFamilyFoldsTilesTypesAndArguments) {
+  EXPECT_EQ(KernelFamily("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, float, "
+                         "float>(float*, float const*, int)"),
+            "at::native::cunn_SoftMaxForward");
+  EXPECT_EQ(KernelFamily("Cijk_Alik_Bljk_HB_MT128x128x32_MI32x32x8"),
+            "Cijk_Alik_Bljk_HB_MT#x#x#_MI#x#x#");
+  EXPECT_EQ(KernelFamily("cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_"
+                         "128x2_tn_align8>(Params)"),
+            "cutlass_#_wmma_tensorop_bf#_s#gemm_bf#_#x#_#x#_tn_align#");
+  EXPECT_EQ(KernelFamily("void cutlass::device_kernel<flash::FlashAttnFwdSm90<Traits, 1>>(P)"),
+            "flash::FlashAttnFwdSm#");
+  EXPECT_EQ(KernelFamily("triton_poi_fused_add_0"), "triton_poi_fused_add_#");
+  EXPECT_EQ(KernelFamily("void my::Kernel<>(int)"), "my::Kernel");  // no argument to name it by
+  EXPECT_EQ(KernelFamily(std::string(100, 'k')), std::string(64, 'k'));
+}
+
+TEST(OpTree, LaunchUnitNamesAreTheSameForCudaAndHip) {
+  for (const char* call : {"cudaGraphLaunch", "hipGraphLaunch"}) {
+    EXPECT_EQ(LaunchUnitName(call), "[graph launch]");
+  }
+  for (const char* call : {"cudaLaunchKernel", "hipExtModuleLaunchKernel", "cuLaunchKernelEx"}) {
+    EXPECT_EQ(LaunchUnitName(call), "[kernel launch]");
+  }
+  EXPECT_EQ(LaunchUnitName("hipMemcpyAsync"), "[memcpy]");
+  EXPECT_EQ(LaunchUnitName("cudaMemsetAsync"), "[memset]");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #
 # What varies from run to run is normalised before the comparison: `stats`' elapsed line and
 # JSON timings ("elapsed_seconds", "gb_per_second", compare's "read_and_reduce" and "analyze",
+# ops' "read_seconds" and "analyze_seconds",
 # the per-stage "cpu_seconds")
 # and compare JSON's "version".
 #
@@ -34,7 +35,7 @@ if [ "$status" -ne "${REPORT_GOLDEN_EXIT:-0}" ]; then
 fi
 sed -E \
   -e 's/^(elapsed +).*$/\1<normalised>/' \
-  -e 's/("(elapsed_seconds|gb_per_second|read_and_reduce|analyze)": )[^,]*/\1"<normalised>"/' \
+  -e 's/("(elapsed_seconds|gb_per_second|read_and_reduce|analyze|read_seconds|analyze_seconds)": )[^,]*/\1"<normalised>"/' \
   -e 's/("(read|inflate|split|parse|classify|summarize|reduce|merge|serial_share)": )[0-9][^,]*/\1"<normalised>"/' \
   -e 's/^( *"version": )"[^"]*"/\1"<normalised>"/' \
   "$actual.raw" >"$actual"

@@ -385,12 +385,12 @@ class TraceWriter {
     const std::vector<KernelKind>& sampling = amd_ ? kAmdSampling : kNvidiaSampling;
     int64_t step_start = cpu_ts_;
     Annotation(fmt::format("execute_context_1({})_generation_1({})", 1 + step_ % 7, step_),
-               step_start);
+               step_start, StepCpuSpan(sampling.size()));
     // The scheduler and model runner's Python frames and the ATen calls around the replay.
     for (int i = 0; i < o_.python_per_step; ++i)
       Python(kPythonFrames[i % 5], 40000 - 1000 * (i % 30));
     for (int i = 0; i < o_.cpu_ops_per_step; ++i) {
-      CpuOp(kStepCpuOps[i % 4], next_ext_++, 6000);
+      CpuOp(kStepCpuOps[i % 4], next_ext_++, 900);
     }
     // Graph replay: one launch, one correlation id, every layer's kernels.
     uint64_t corr = next_corr_++;
@@ -447,8 +447,15 @@ class TraceWriter {
     w_.EndArgs();
     w_.EndEvent();
   }
-  void Annotation(const std::string& name, int64_t ts) {
-    Complete("user_annotation", name, ts, 900000, 1234, 1234);
+  // StepCpuSpan() is how long a step's CPU side takes, from its first Python frame to its last
+  // launch: the step annotation covers it, as vLLM's does, so that every op nests in its step.
+  int64_t StepCpuSpan(size_t sampling_kernels) const {
+    const int64_t eager = static_cast<int64_t>(sampling_kernels) + o_.eager_per_step;
+    return 1000 * (o_.python_per_step + o_.cpu_ops_per_step) + 1000 + 5000 +
+           eager * (1000 * o_.python_per_kernel + 1000 + 5000);
+  }
+  void Annotation(const std::string& name, int64_t ts, int64_t dur) {
+    Complete("user_annotation", name, ts, dur, 1234, 1234);
     w_.Raw("\"External id\": ");
     w_.Int(static_cast<int64_t>(next_ext_++));
     EndComplete();

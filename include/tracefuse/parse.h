@@ -42,6 +42,82 @@ struct KernelEvent {
   static constexpr uint8_t kHasKind = 4;  // args.kind, written by roctracer (AMD) only
 };
 
+// HostOpKind is what a CPU-side event is to the op-level comparison (op_tree.h), in the order
+// that breaks ties between events with the same start and duration: the enclosing kind first.
+enum class HostOpKind : uint8_t {
+  kStep,        // a user_annotation naming a step: ProfilerStep#N, vLLM execute_*context*,
+                // SGLang step[...]
+  kAnnotation,  // any other user_annotation (record_function)
+  kModule,      // a python_function frame "nn.Module: NAME"
+  kOperator,    // a cpu_op ("Operator" in 2021-era traces)
+};
+
+// HostOp is one CPU-side event of a kind above; times in nanoseconds.
+struct HostOp {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  uint32_t thread = 0;  // index into ParsedChunk::host.threads
+  uint32_t name = 0;    // index into ParsedChunk::host.names (for kModule: less "nn.Module: ")
+  HostOpKind kind = HostOpKind::kOperator;
+  uint32_t position = 0;  // the event's position among the chunk's events
+};
+
+// RuntimeCall is a CUDA/HIP runtime or driver call that carries a correlation id: a launch, as
+// the kernels it launched carry the same id.
+struct RuntimeCall {
+  int64_t ts_ns = 0;
+  int64_t correlation = 0;
+  uint32_t thread = 0;
+  uint32_t name = 0;
+  uint32_t position = 0;
+};
+
+// InternedStrings is a table of distinct strings, concatenated: string i is
+// bytes[offsets[i], offsets[i + 1]).
+struct InternedStrings {
+  std::string bytes;
+  std::vector<uint32_t> offsets{0};
+
+  size_t size() const { return offsets.size() - 1; }
+  std::string_view operator[](size_t i) const {
+    return std::string_view(bytes).substr(offsets[i], offsets[i + 1] - offsets[i]);
+  }
+  uint32_t Append(std::string_view s) {
+    bytes.append(s);
+    offsets.push_back(static_cast<uint32_t>(bytes.size()));
+    return static_cast<uint32_t>(size() - 1);
+  }
+  void Clear() {
+    bytes.clear();
+    offsets.assign(1, 0);
+  }
+};
+
+// HostActivity is a chunk's CPU side, read only when asked (ParseOptions::host_activity).
+// Threads are named by the raw JSON of their pid and tid, "PID\tTID".
+struct HostActivity {
+  std::vector<HostOp> ops;
+  std::vector<RuntimeCall> calls;
+  InternedStrings names;
+  InternedStrings threads;
+
+  void Clear() {
+    ops.clear();
+    calls.clear();
+    names.Clear();
+    threads.Clear();
+  }
+};
+
+// IsStepAnnotation() says whether a user_annotation's name marks a step: PyTorch's
+// ProfilerStep#N, vLLM's execute_*context*, SGLang's step[...].
+bool IsStepAnnotation(std::string_view name);
+
+// ParseOptions says what ChunkParser reads beyond the kernels.
+struct ParseOptions {
+  bool host_activity = false;  // CPU ops, annotations, module frames and runtime calls
+};
+
 // Platform hints seen among the events (used when the top-level metadata is not conclusive).
 struct EventEvidence {
   uint64_t kernels_with_kind = 0;
@@ -62,23 +138,21 @@ struct ParsedChunk {
   uint64_t events = 0;
   // Kernel events (cat "kernel", or "Kernel" in 2021-era traces), in trace order.
   std::vector<KernelEvent> kernels;
-  // Distinct kernel names of this chunk, concatenated; name i is
-  // name_bytes[name_offsets[i], name_offsets[i + 1]).
-  std::string name_bytes;
-  std::vector<uint32_t> name_offsets{0};
+  InternedStrings names;  // the chunk's distinct kernel names
   // Event count per `cat` value ("" for events without one), in first-seen order.
   std::vector<std::pair<std::string, uint64_t>> categories;
   // Kernel events whose ts or dur was missing or not a number (counted, taken as 0).
   uint64_t kernels_with_bad_times = 0;
   EventEvidence evidence;
+  HostActivity host;  // empty unless ParseOptions::host_activity
+  // Host events (ops, annotations, module frames, runtime calls) whose ts or dur was missing or
+  // not a number: skipped, counted.
+  uint64_t host_events_without_times = 0;
   // CPU seconds spent reading the chunk's bytes from its file (EventChunk::file), part of Parse.
   double read_cpu_seconds = 0;
 
-  size_t name_count() const { return name_offsets.size() - 1; }
-  std::string_view name(size_t i) const {
-    return std::string_view(name_bytes)
-        .substr(name_offsets[i], name_offsets[i + 1] - name_offsets[i]);
-  }
+  size_t name_count() const { return names.size(); }
+  std::string_view name(size_t i) const { return names[i]; }
   void Clear();
 };
 
@@ -91,7 +165,8 @@ class ChunkParser {
 
   // Parses the events of `chunk`; `display_name` prefixes error messages, whose byte offsets are
   // positions in the input.
-  absl::Status Parse(const EventChunk& chunk, const std::string& display_name, ParsedChunk* out);
+  absl::Status Parse(const EventChunk& chunk, const std::string& display_name, ParsedChunk* out,
+                     const ParseOptions& options = ParseOptions());
 
  private:
   struct Impl;

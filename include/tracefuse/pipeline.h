@@ -21,6 +21,8 @@
 #include "absl/status/statusor.h"
 #include "tracefuse/analyze.h"
 #include "tracefuse/classify.h"
+#include "tracefuse/op_compare.h"
+#include "tracefuse/op_tree.h"
 #include "tracefuse/reduce.h"
 
 namespace tracefuse {
@@ -38,6 +40,9 @@ struct PipelineOptions {
   // Keep the per-kernel stream (about 6.4 bytes per kernel). Only the fusion analysis needs it;
   // without it memory is bounded by distinct names and correlation groups, not by kernels.
   bool keep_kernel_records = true;
+  // Keep the CPU side (ops, annotations, module frames, runtime calls: TraceProfile::host), for
+  // the op-level comparison; 32 bytes per such event.
+  bool host_activity = false;
   // Cut chunks speculatively between events (see EventChunker); false: scan every byte exactly.
   // Standard input and other streams that cannot be read twice are always scanned exactly.
   bool speculative_cuts = true;
@@ -78,6 +83,23 @@ absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::st
                                          std::shared_ptr<const Classifier> classifier,
                                          const PipelineOptions& options,
                                          const FusionOptions& fusion);
+
+// OperatorComparison is what CompareOperators() returns.
+struct OperatorComparison {
+  PerSide<TraceProfile> traces;  // without their kernel records and CPU side, once linked
+  PerSide<OpTree> trees;
+  OpComparison ops;
+  double read_seconds = 0;     // both traces streamed, reduced and linked to their ops
+  double analyze_seconds = 0;  // the alignment
+};
+
+// CompareOperators() profiles both traces with their CPU side, links each trace's kernels to its
+// ops and compares the two op by op (`tracefuse ops`).
+absl::StatusOr<OperatorComparison> CompareOperators(const std::string& path1,
+                                                    const std::string& path2,
+                                                    std::shared_ptr<const Classifier> classifier,
+                                                    PipelineOptions options,
+                                                    const OpCompareOptions& compare);
 
 }  // namespace tracefuse
 

@@ -195,6 +195,17 @@ struct StageCpuSeconds {
   double serial_share() const { return total() > 0 ? serial() / total() : 0.0; }
 };
 
+// TraceHost is a trace's CPU side, collected from chunks parsed with ParseOptions::host_activity
+// (the op-level comparison, op_tree.h): ops and runtime calls in trace order, each `position`
+// the event's index in the trace, names and threads interned per trace. 32 bytes per op or call.
+struct TraceHost {
+  std::vector<HostOp> ops;
+  std::vector<RuntimeCall> calls;
+  std::vector<std::string> names;
+  std::vector<std::string> threads;  // "PID\tTID", the raw JSON of both
+  uint64_t events_without_times = 0;
+};
+
 struct TraceProfile {
   std::string path;
   uint64_t input_bytes = 0;  // uncompressed JSON bytes
@@ -226,6 +237,7 @@ struct TraceProfile {
   uint64_t kernels_without_correlation = 0;
   std::vector<int64_t> group_correlation;
   std::vector<uint32_t> group_size;
+  TraceHost host;
 
   CategoryId category_of_name(uint32_t name) const {
     return classifier->category_of(name_rule[name]);
@@ -289,6 +301,12 @@ class TraceReducer {
   std::vector<uint32_t> local_to_global_;        // chunk's names to the trace's
   std::vector<uint32_t> group_local_to_global_;  // chunk's groups to the trace's
   ChunkSummary summary_;                         // for Consume() without one
+  StringMap<uint32_t> host_name_ids_;
+  StringMap<uint32_t> host_thread_ids_;
+  std::vector<uint32_t> host_names_to_global_;    // chunk's host names to the trace's
+  std::vector<uint32_t> host_threads_to_global_;  // chunk's threads to the trace's
+
+  void ConsumeHost(const ParsedChunk& chunk, uint64_t first_position);
 };
 
 // --- KernelStream: decoding, inline for the analysis' passes -------------------------------------

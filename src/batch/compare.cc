@@ -3,17 +3,18 @@
 #include "tracefuse/exit_code.h"
 
 namespace tracefuse {
-namespace {
-
-PerSide<std::string> DefaultLabels(const TraceProfile& a, const TraceProfile& b) {
-  if (a.platform != b.platform && a.platform != Platform::kUnknown &&
-      b.platform != Platform::kUnknown) {
-    return {{std::string(PlatformName(a.platform)), std::string(PlatformName(b.platform))}};
+PerSide<std::string> ComparisonLabels(const TraceProfile& trace1, const TraceProfile& trace2,
+                                      const std::string& label1, const std::string& label2) {
+  PerSide<std::string> labels = ReferenceLabels();
+  if (trace1.platform != trace2.platform && trace1.platform != Platform::kUnknown &&
+      trace2.platform != Platform::kUnknown) {
+    labels = {{std::string(PlatformName(trace1.platform)),
+               std::string(PlatformName(trace2.platform))}};
   }
-  return ReferenceLabels();
+  if (!label1.empty()) labels[Side::kTrace1] = label1;
+  if (!label2.empty()) labels[Side::kTrace2] = label2;
+  return labels;
 }
-
-}  // namespace
 
 absl::StatusOr<Comparison> RunComparison(const std::string& trace1, const std::string& trace2,
                                          const CompareOptions& options,
@@ -37,9 +38,8 @@ CompareContext ComparisonContext(const Comparison& comparison, const CompareOpti
   context.read_seconds = comparison.read_seconds;
   context.analyze_seconds = comparison.analyze_seconds;
   context.traces = {{&traces[Side::kTrace1], &traces[Side::kTrace2]}};
-  context.labels = DefaultLabels(traces[Side::kTrace1], traces[Side::kTrace2]);
-  if (!options.label1.empty()) context.labels[Side::kTrace1] = options.label1;
-  if (!options.label2.empty()) context.labels[Side::kTrace2] = options.label2;
+  context.labels = ComparisonLabels(traces[Side::kTrace1], traces[Side::kTrace2],
+                                    options.label1, options.label2);
   context.min_group_size = options.min_group_size;
   return context;
 }

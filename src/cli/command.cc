@@ -1,7 +1,10 @@
 #include "command.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 
+#include "fmt/format.h"
 #include "tracefuse/pipeline.h"
 
 namespace tracefuse::cli {
@@ -14,6 +17,42 @@ int Fail(const absl::Status& s) { return Fail(s, ExitCodeFor(s)); }
 
 double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::unique_ptr<ProgressLine> ProgressLine::Start(const std::string& mode,
+                                                  PipelineOptions* options) {
+  if (mode != "always" && !(mode == "auto" && isatty(STDERR_FILENO))) return nullptr;
+  auto line = std::make_unique<ProgressLine>();
+  options->progress = [p = line.get()](const ProgressUpdate& u) { p->Update(u); };
+  return line;
+}
+
+void ProgressLine::Update(const ProgressUpdate& u) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto now = std::chrono::steady_clock::now();
+  if (printed_ && now - last_ < std::chrono::milliseconds(100)) return;
+  last_ = now;
+  printed_ = true;
+  double seconds = std::chrono::duration<double>(now - start_).count();
+  double rate = seconds > 0 ? double(u.file_bytes_read) / seconds : 0;
+  std::string eta = "?";
+  if (rate > 0 && u.file_bytes_total >= u.file_bytes_read) {
+    eta = fmt::format("{:.0f}s", double(u.file_bytes_total - u.file_bytes_read) / rate);
+  }
+  std::fprintf(stderr, "\r\x1b[Ktracefuse: %.2f of %.2f GB read, %.2f GB/s, ETA %s",
+               double(u.file_bytes_read) / 1e9, double(u.file_bytes_total) / 1e9, rate / 1e9,
+               eta.c_str());
+}
+
+ProgressLine::~ProgressLine() {
+  if (printed_) std::fprintf(stderr, "\r\x1b[K");
+}
+
+void AddProgressOption(CLI::App* cmd, std::string* progress) {
+  cmd->add_option("--progress", *progress,
+                  "progress line on stderr: auto shows it only when stderr is a terminal")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
 }
 
 std::string RulesHelp() {

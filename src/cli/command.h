@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "tracefuse/classify.h"
 #include "tracefuse/exit_code.h"
+#include "tracefuse/pipeline.h"
 #include "tracefuse/reduce.h"
 
 namespace tracefuse::cli {
@@ -37,6 +39,25 @@ void AddTraceOptions(CLI::App* cmd, std::string* output, std::string* ruleset, i
 
 // AddMinGroupSizeOption() declares compare's --min-group-size.
 void AddMinGroupSizeOption(CLI::App* cmd, uint32_t* min_group_size);
+
+// ProgressLine is one self-overwriting line on stderr: bytes read of the total, speed, time left.
+class ProgressLine {
+ public:
+  // Start() shows one for `mode` "always", or "auto" when stderr is a terminal, fed by
+  // `options`' progress callback; nullptr for "never".
+  static std::unique_ptr<ProgressLine> Start(const std::string& mode, PipelineOptions* options);
+  void Update(const ProgressUpdate& u);
+  ~ProgressLine();
+
+ private:
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_;
+  bool printed_ = false;
+};
+
+// AddProgressOption() declares --progress (auto, always, never).
+void AddProgressOption(CLI::App* cmd, std::string* progress);
 
 // What the commands that read one trace (stats, breakdown) take.
 struct OneTraceArgs {
@@ -74,6 +95,7 @@ Command MakeCommand(CLI::App* app, CLI::App* (*declare)(CLI::App*, Args*),
 
 Command AddStatsCommand(CLI::App* app);
 Command AddCompareCommand(CLI::App* app);
+Command AddOpsCommand(CLI::App* app);
 Command AddBreakdownCommand(CLI::App* app);
 Command AddRulesCommand(CLI::App* app);
 Command AddClassifyCommand(CLI::App* app);

@@ -1,9 +1,4 @@
-#include <unistd.h>
-
-#include <mutex>
-
 #include "command.h"
-#include "fmt/format.h"
 #include "tracefuse/batch/compare.h"
 
 namespace tracefuse::cli {
@@ -18,44 +13,10 @@ struct CompareArgs {
   int threads = 0;
 };
 
-// One self-overwriting line on stderr: bytes read of the total, speed, time left.
-class ProgressLine {
- public:
-  void Update(const ProgressUpdate& u) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto now = std::chrono::steady_clock::now();
-    if (printed_ && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    printed_ = true;
-    double seconds = std::chrono::duration<double>(now - start_).count();
-    double rate = seconds > 0 ? double(u.file_bytes_read) / seconds : 0;
-    std::string eta = "?";
-    if (rate > 0 && u.file_bytes_total >= u.file_bytes_read) {
-      eta = fmt::format("{:.0f}s", double(u.file_bytes_total - u.file_bytes_read) / rate);
-    }
-    std::fprintf(stderr, "\r\x1b[Ktracefuse: %.2f of %.2f GB read, %.2f GB/s, ETA %s",
-                 double(u.file_bytes_read) / 1e9, double(u.file_bytes_total) / 1e9, rate / 1e9,
-                 eta.c_str());
-  }
-  ~ProgressLine() {
-    if (printed_) std::fprintf(stderr, "\r\x1b[K");
-  }
-
- private:
-  std::mutex mu_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_;
-  bool printed_ = false;
-};
-
 int RunCompare(const CompareArgs& a) {
   PipelineOptions options;
   options.threads = a.threads;
-  std::unique_ptr<ProgressLine> progress;
-  if (a.progress == "always" || (a.progress == "auto" && isatty(STDERR_FILENO))) {
-    progress = std::make_unique<ProgressLine>();
-    options.progress = [p = progress.get()](const ProgressUpdate& u) { p->Update(u); };
-  }
+  std::unique_ptr<ProgressLine> progress = ProgressLine::Start(a.progress, &options);
   int exit_code = kExitOk;
   absl::StatusOr<Comparison> comparison =
       RunComparison(a.trace1, a.trace2, a.options, options, &exit_code);
@@ -77,10 +38,7 @@ CLI::App* Declare(CLI::App* app, CompareArgs* a) {
       ->capture_default_str();
   AddTraceOptions(cmd, &a->output, &a->options.ruleset, &a->threads);
   AddMinGroupSizeOption(cmd, &a->options.min_group_size);
-  cmd->add_option("--progress", a->progress,
-                  "progress line on stderr: auto shows it only when stderr is a terminal")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
-      ->capture_default_str();
+  AddProgressOption(cmd, &a->progress);
   cmd->add_option("--label1", a->options.label1,
                   "name for trace 1 in text, markdown and CSV (default: its platform)");
   cmd->add_option("--label2", a->options.label2, "name for trace 2");

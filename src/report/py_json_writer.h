@@ -36,6 +36,10 @@ class PyJsonWriter {
   void Value(const char* s) { Value(std::string_view(s)); }
   void Value(const std::string& s) { Value(std::string_view(s)); }
   void Value(double d);
+  void Null() {
+    NextItem();
+    *out_ += "null";
+  }
   void Value(bool b) {
     NextItem();
     *out_ += b ? "true" : "false";  // Python's json.dumps spelling

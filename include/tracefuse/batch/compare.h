@@ -21,6 +21,11 @@ struct CompareOptions {
   std::string label1, label2;  // empty: the platform's name (or the reference's "Trace 1/2")
 };
 
+// ComparisonLabels() names the two sides in reports: `label1` and `label2` where given, else the
+// platforms' names when they are known and differ, else the reference's "Trace 1" and "Trace 2".
+PerSide<std::string> ComparisonLabels(const TraceProfile& trace1, const TraceProfile& trace2,
+                                      const std::string& label1, const std::string& label2);
+
 // RunComparison() loads the rule set and compares the two traces. On failure `exit_code` is the
 // exit code it ends `compare` with (exit_code.h): a rule set that does not load is a usage error.
 absl::StatusOr<Comparison> RunComparison(const std::string& trace1, const std::string& trace2,

@@ -1,0 +1,119 @@
+// Stage 5, library tracefuse_reduce: one trace's kernels linked to the CPU operators that
+// launched them, for `tracefuse ops` (the comparison of two is op_compare.h).
+//
+// Per thread, CPU events nest by time: steps (ProfilerStep#N and the like), annotations, nn.Module
+// frames and cpu_ops. A runtime call (a launch) belongs to the innermost event open at its start,
+// and a kernel to the launch that carries its correlation id; a graph launch owns every kernel
+// of its replay. Nothing assumes the trace in time order: the CPU side is collected whole (32
+// bytes per op or runtime call) and nested once, after the last chunk, in O(n log n); kernels are
+// attributed in one pass over the kernel stream.
+//
+// The unit of comparison, an OpUnit, is the outermost cpu_op above a launch ("top-level op":
+// aten::linear, whatever aten::addmm it calls); failing that, the nearest annotation that is not
+// a step (a torch.compile region); failing that, the launch itself ("[graph launch]" for the
+// replays of vLLM and SGLang, which no cpu_op encloses). Kernels whose correlation id no runtime
+// call carries are counted apart, as having no CPU op. `External id` is not used: traces without
+// cupti_version write the correlation there, pointing at the wrong op.
+#ifndef TRACEFUSE_OP_TREE_H_
+#define TRACEFUSE_OP_TREE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tracefuse/reduce.h"
+
+namespace tracefuse {
+
+// NormalizeOpName() makes names of the same op comparable across traces and runs: hex addresses
+// become "0x", Python line numbers ".py(12)" become ".py", and a trailing "_N" (nn.Module
+// instance numbers, Linear_3) goes.
+std::string NormalizeOpName(std::string_view name);
+
+// KernelFamily() folds kernel names that differ only in tiles, types or arguments: no `void `,
+// no signature, no template arguments, digit runs as '#', at most 64 bytes. A generic wrapper
+// (cutlass::Kernel2<K>, cutlass::device_kernel<K>) is named by its first template argument.
+std::string KernelFamily(std::string_view name);
+
+// LaunchUnitName() names the unit of a launch no CPU op encloses, from its runtime call:
+// "[graph launch]", "[memcpy]", "[memset]" or "[kernel launch]", alike for CUDA and HIP.
+std::string_view LaunchUnitName(std::string_view call);
+
+inline constexpr int32_t kNoStep = -1;
+inline constexpr uint32_t kNoUnit = UINT32_MAX;
+inline constexpr uint32_t kRootScope = 0;
+
+// ScopeNode is one nn.Module frame of a scope path; node kRootScope is the empty path.
+struct ScopeNode {
+  uint32_t parent = kRootScope;
+  uint32_t name = 0;  // index into OpTree::names
+  uint32_t depth = 0;
+};
+
+// UnitKernels is one kernel family under one unit.
+struct UnitKernels {
+  uint32_t family = 0;  // index into OpTree::families
+  uint64_t count = 0;
+  int64_t time_ns = 0;
+};
+
+// OpUnit is what one top-level op instance (or launch) ran.
+struct OpUnit {
+  uint32_t name = 0;  // index into OpTree::names, normalised
+  uint32_t scope = kRootScope;
+  int32_t step = kNoStep;  // index into OpTree::steps
+  uint32_t thread_rank = 0;  // threads ranked by their first unit's start, then by name
+  int64_t ts_ns = 0;
+  uint32_t position = 0;  // the op's (or launch's) index among the trace's events
+  bool is_launch = false;  // a launch no op or annotation encloses
+  bool graph = false;      // it holds a graph launch
+  int64_t time_ns = 0;
+  uint64_t kernels = 0;
+  uint32_t first_kernels = 0;  // its families: OpTree::unit_kernels[first_kernels, next unit's)
+};
+
+// StepSpan is one step: an annotation marking a step that no other step encloses.
+struct StepSpan {
+  int64_t ts_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t position = 0;
+};
+
+// OpTree is one trace's kernels by the unit that launched them.
+struct OpTree {
+  std::vector<std::string> names;     // op names and module names, normalised
+  std::vector<std::string> families;  // kernel families
+  std::vector<ScopeNode> scopes;      // scopes[kRootScope] is the empty path
+  std::vector<StepSpan> steps;        // by start
+  std::vector<OpUnit> units;          // by step (kNoStep last), thread rank, start, position
+  std::vector<UnitKernels> unit_kernels;  // per unit, by time (descending), then family
+  std::vector<UnitKernels> no_launch_kernels;  // kernels no runtime call launched, likewise
+  std::vector<uint32_t> group_unit;  // per correlation group of the profile: its unit, or kNoUnit
+
+  uint64_t kernels = 0;
+  int64_t kernel_time_ns = 0;
+  int64_t linked_ns = 0;       // under an op or annotation
+  int64_t launch_only_ns = 0;  // under a launch that no op or annotation encloses
+  int64_t no_launch_ns = 0;    // no runtime call carries the kernel's correlation id
+
+  // ScopePath() is the scope's module names, outermost first, joined by '/'.
+  std::string ScopePath(uint32_t scope) const;
+  // Kernels() are the families under units[u].
+  std::pair<const UnitKernels*, const UnitKernels*> Kernels(size_t u) const;
+};
+
+// BuildOpTree() links `profile`'s kernels to its CPU side. The profile must have been read with
+// its kernel records and host activity (PipelineOptions::keep_kernel_records, host_activity).
+OpTree BuildOpTree(const TraceProfile& profile);
+
+// KernelTypesOf() is, for each of `units`, the categories of its kernels in start order: what a
+// graph replay runs, step by step. One pass over `profile`'s kernel records, which must still be
+// those BuildOpTree() read.
+std::vector<std::vector<CategoryId>> KernelTypesOf(const TraceProfile& profile,
+                                                   const OpTree& tree,
+                                                   const std::vector<uint32_t>& units);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_OP_TREE_H_

@@ -1,0 +1,51 @@
+// Stage 7, report: `tracefuse ops`, the op-level comparison of two traces for people (text,
+// markdown) and programs (JSON, CSV). The JSON schema is the README's "Which operator is
+// slower?".
+#ifndef TRACEFUSE_REPORT_OPS_H_
+#define TRACEFUSE_REPORT_OPS_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tracefuse/analyze.h"
+#include "tracefuse/op_compare.h"
+#include "tracefuse/reduce.h"
+#include "tracefuse/report/output_file.h"
+
+namespace tracefuse {
+
+// OpsContext is what an ops report shows besides the comparison: the traces, their labels, how
+// many rows the people-facing formats list, and the timings.
+struct OpsContext {
+  PerSide<const TraceProfile*> traces{};
+  PerSide<std::string> labels;
+  size_t top = 20;  // rows per table in text and markdown
+  double read_seconds = 0;
+  double analyze_seconds = 0;
+};
+
+// WriteOpsJson() streams the whole comparison (every row and group; the top instances) to `out`,
+// schema "tracefuse.ops/1", as Python's json.dumps(indent=2) would write it.
+absl::Status WriteOpsJson(const OpComparison& ops, const OpsContext& context, OutputFile* out);
+
+// OpsText() is the report for people: the traces and how much of their kernel time is linked to
+// an op, the ops that differ most, the instances that differ most with their kernels, the ops
+// found on one side only and the largest unmatched stretches. `markdown`: the same as Markdown.
+std::string OpsText(const OpComparison& ops, const OpsContext& context, bool markdown);
+
+// OpsCsv() has one row per (op, scope, matched) with both sides' instances, times and kernels.
+std::string OpsCsv(const OpComparison& ops, const OpsContext& context);
+
+// OpsFormats() are text, json, csv and markdown.
+const std::vector<std::string>& OpsFormats();
+
+// WriteOpsReport() writes the report in `format` to `path` ("-": standard output) through an
+// OutputFile.
+absl::Status WriteOpsReport(const OpComparison& ops, const OpsContext& context,
+                            const std::string& format, const std::string& path);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_REPORT_OPS_H_

@@ -1,0 +1,73 @@
+#include "command.h"
+#include "tracefuse/batch/compare.h"
+#include "tracefuse/report/ops.h"
+
+namespace tracefuse::cli {
+namespace {
+
+struct OpsArgs {
+  std::string trace1, trace2;
+  std::string format = "text";
+  std::string output = "-";
+  std::string progress = "auto";
+  std::string ruleset = "tracefuse";
+  std::string label1, label2;
+  size_t top = 20;
+  uint32_t max_edit_distance = OpCompareOptions().edit_cap;
+  int threads = 0;
+};
+
+int RunOps(const OpsArgs& a) {
+  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
+  if (!classifier.ok()) return Fail(classifier.status(), ExitCodeFor(classifier.status(), kExitUsage));
+  PipelineOptions options;
+  options.threads = a.threads;
+  std::unique_ptr<ProgressLine> progress = ProgressLine::Start(a.progress, &options);
+  OpCompareOptions compare;
+  compare.top_instances = a.top;
+  compare.edit_cap = a.max_edit_distance;
+  absl::StatusOr<OperatorComparison> c =
+      CompareOperators(a.trace1, a.trace2, *classifier, options, compare);
+  progress.reset();
+  if (!c.ok()) return Fail(c.status());
+  OpsContext context;
+  const PerSide<TraceProfile>& traces = c->traces;
+  context.traces = {{&traces[Side::kTrace1], &traces[Side::kTrace2]}};
+  context.labels =
+      ComparisonLabels(traces[Side::kTrace1], traces[Side::kTrace2], a.label1, a.label2);
+  context.top = a.top;
+  context.read_seconds = c->read_seconds;
+  context.analyze_seconds = c->analyze_seconds;
+  absl::Status written = WriteOpsReport(c->ops, context, a.format, a.output);
+  return written.ok() ? kExitOk : Fail(written, ExitCodeFor(written, kExitIo));
+}
+
+CLI::App* Declare(CLI::App* app, OpsArgs* a) {
+  CLI::App* cmd = app->add_subcommand(
+      "ops", "Compare two traces op by op: which PyTorch operator is slower on which side, and "
+             "which kernels each side runs for it");
+  cmd->add_option("TRACE1", a->trace1, "first trace (.json, .json.gz or .json.zst)")->required();
+  cmd->add_option("TRACE2", a->trace2, "second trace (.json, .json.gz or .json.zst)")->required();
+  cmd->add_option("--format", a->format,
+                  "text and markdown for people; json has every row (schema tracefuse.ops/1); "
+                  "csv one row per op and scope")
+      ->check(CLI::IsMember(OpsFormats()))
+      ->capture_default_str();
+  cmd->add_option("--top", a->top, "rows per table (text, markdown) and instances listed")
+      ->capture_default_str();
+  cmd->add_option("--max-edit-distance", a->max_edit_distance,
+                  "per step: past this many inserted and deleted ops, match ops of the same name "
+                  "and scope in order instead of aligning the sequences")
+      ->capture_default_str();
+  AddTraceOptions(cmd, &a->output, &a->ruleset, &a->threads);
+  AddProgressOption(cmd, &a->progress);
+  cmd->add_option("--label1", a->label1, "name for trace 1 (default: its platform)");
+  cmd->add_option("--label2", a->label2, "name for trace 2");
+  return cmd;
+}
+
+}  // namespace
+
+Command AddOpsCommand(CLI::App* app) { return MakeCommand(app, Declare, RunOps); }
+
+}  // namespace tracefuse::cli

@@ -1,0 +1,39 @@
+// `tracefuse ops --format csv`: one row per (op, scope, matched), for spreadsheets.
+#include "report/formatting.h"
+#include "tracefuse/report/ops.h"
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+namespace {
+
+// KernelsCell() lists kernel families as "family x count" joined by "; ".
+std::string KernelsCell(const std::vector<OpKernels>& kernels) {
+  std::string cell;
+  for (const OpKernels& k : kernels) {
+    if (!cell.empty()) cell += "; ";
+    cell += StrCat(k.family, " x", k.count);
+  }
+  return CsvField(cell);
+}
+
+}  // namespace
+
+std::string OpsCsv(const OpComparison& ops, const OpsContext&) {
+  std::string out =
+      "op,scope,matched,instances,trace1_instances,trace1_time_us,trace2_instances,"
+      "trace2_time_us,delta_us,ratio,trace1_kernels,trace2_kernels\n";
+  for (const OpRow& row : ops.ops) {
+    const OpSide& a = row.sides[Side::kTrace1];
+    const OpSide& b = row.sides[Side::kTrace2];
+    const std::string ratio =
+        b.time_ns == 0 ? "" : CsvNumber(static_cast<double>(a.time_ns) / b.time_ns);
+    out += StrCat(CsvField(row.op), ",", CsvField(row.scope), ",",
+                  row.matched ? "true" : "false", ",", row.instances, ",", a.instances, ",",
+                  CsvNumber(Micros(a.time_ns)), ",", b.instances, ",",
+                  CsvNumber(Micros(b.time_ns)), ",", CsvNumber(Micros(row.delta_ns())), ",",
+                  ratio, ",", KernelsCell(a.kernels), ",", KernelsCell(b.kernels), "\n");
+  }
+  return out;
+}
+
+}  // namespace tracefuse

@@ -1,0 +1,169 @@
+// `tracefuse ops --format json`: schema "tracefuse.ops/1" (README, "Which operator is slower?"),
+// streamed: a comparison of two multi-gigabyte traces has tens of thousands of rows and groups.
+#include "report/formatting.h"
+#include "report/py_json_writer.h"
+#include "tracefuse/platform.h"
+#include "tracefuse/report/ops.h"
+
+namespace tracefuse {
+namespace {
+
+const char* SideKey(Side side) { return side == Side::kTrace1 ? "trace1" : "trace2"; }
+
+void KernelsJson(const std::vector<OpKernels>& kernels, PyJsonWriter* w) {
+  w->Key("kernels");
+  w->BeginArray();
+  for (const OpKernels& k : kernels) {
+    w->BeginObject();
+    w->Field("name", k.family);
+    w->Field("count", k.count);
+    w->Field("time_us", Micros(k.time_ns));
+    w->EndObject();
+  }
+  w->EndArray();
+}
+
+// SideFields() writes a side's instances, kernels and time into the open object.
+void SideFields(const OpSide& side, PyJsonWriter* w) {
+  w->Field("instances", side.instances);
+  KernelsJson(side.kernels, w);
+  w->Field("time_us", Micros(side.time_ns));
+}
+
+void StepField(int32_t step, PyJsonWriter* w) {
+  w->Key("step");
+  if (step == kNoStep) {
+    w->Null();
+  } else {
+    w->Value(step);
+  }
+}
+
+void TraceJson(const OpTraceSummary& s, const TraceProfile& p, const std::string& label,
+               PyJsonWriter* w) {
+  w->BeginObject();
+  w->Field("label", label);
+  w->Field("path", p.path);
+  w->Field("platform", PlatformName(p.platform));
+  w->Field("gpu", p.gpu);
+  w->Field("kernels", s.kernels);
+  w->Field("kernel_time_us", Micros(s.kernel_time_ns));
+  w->Field("linked_kernel_time_us", Micros(s.linked_ns));
+  w->Field("launch_only_kernel_time_us", Micros(s.launch_only_ns));
+  w->Field("no_launch_kernel_time_us", Micros(s.no_launch_ns));
+  w->Field("steps", s.steps);
+  w->Field("top_level_ops", s.top_level_ops);
+  w->EndObject();
+}
+
+void RowJson(const OpRow& row, PyJsonWriter* w) {
+  w->BeginObject();
+  w->Field("op", row.op);
+  w->Field("scope", row.scope);
+  w->Field("matched", row.matched);
+  w->Field("instances", row.instances);
+  for (Side side : kSides) {
+    w->Key(SideKey(side));
+    w->BeginObject();
+    SideFields(row.sides[side], w);
+    w->EndObject();
+  }
+  w->Field("delta_us", Micros(row.delta_ns()));
+  w->Key("ratio");  // trace 1's time over trace 2's; null when trace 2 has none
+  const int64_t below = row.sides[Side::kTrace2].time_ns;
+  if (below == 0) {
+    w->Null();
+  } else {
+    w->Value(static_cast<double>(row.sides[Side::kTrace1].time_ns) / static_cast<double>(below));
+  }
+  w->EndObject();
+}
+
+void GroupJson(const UnmatchedGroup& g, PyJsonWriter* w) {
+  w->BeginObject();
+  StepField(g.step, w);
+  w->Field("scope", g.scope);
+  for (Side side : kSides) {
+    w->Key(SideKey(side));
+    w->BeginObject();
+    SideFields(g.sides[side], w);
+    w->Field("op_count", g.op_count[side]);
+    w->Key("ops");
+    w->BeginArray();
+    for (const std::string& op : g.ops[side]) w->Value(op);
+    w->EndArray();
+    w->EndObject();
+  }
+  w->Field("delta_us", Micros(g.sides[Side::kTrace1].time_ns - g.sides[Side::kTrace2].time_ns));
+  w->EndObject();
+}
+
+void InstanceJson(const MatchedInstance& m, PyJsonWriter* w) {
+  w->BeginObject();
+  StepField(m.step, w);
+  w->Field("index", m.index);
+  w->Field("op", m.op);
+  w->Field("scope", m.scope);
+  for (Side side : kSides) {
+    w->Key(SideKey(side));
+    w->BeginObject();
+    KernelsJson(m.sides[side].kernels, w);
+    w->Field("time_us", Micros(m.sides[side].time_ns));
+    w->Field("graph_replay", m.graph[side]);
+    w->Key("kernel_types");  // a graph replay's kernel categories, in start order
+    w->BeginArray();
+    for (const std::string& type : m.types[side]) w->Value(type);
+    w->EndArray();
+    w->EndObject();
+  }
+  w->Field("delta_us", Micros(m.delta_ns()));
+  w->EndObject();
+}
+
+template <typename T, typename WriteOne>
+absl::Status ArrayJson(const char* key, const std::vector<T>& items, WriteOne write_one,
+                       PyJsonWriter* w) {
+  w->Key(key);
+  w->BeginArray();
+  for (const T& item : items) {
+    write_one(item, w);
+    absl::Status flushed = w->MaybeFlush();
+    if (!flushed.ok()) return flushed;
+  }
+  w->EndArray();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteOpsJson(const OpComparison& ops, const OpsContext& context, OutputFile* sink) {
+  std::string out;
+  PyJsonWriter w(&out, sink);
+  w.BeginObject();
+  w.Field("schema", "tracefuse.ops/1");
+  w.Key("traces");
+  w.BeginArray();
+  for (Side side : kSides) {
+    TraceJson(ops.traces[side], *context.traces[side], context.labels[side], &w);
+  }
+  w.EndArray();
+  w.Field("matched_ops", ops.matched_ops);
+  w.Field("capped_steps", ops.capped_steps);
+  for (absl::Status st : {ArrayJson("ops", ops.ops, RowJson, &w),
+                          ArrayJson("unmatched_groups", ops.unmatched_groups, GroupJson, &w),
+                          ArrayJson("top_instances", ops.top_instances, InstanceJson, &w)}) {
+    if (!st.ok()) return st;
+  }
+  w.Key("tracefuse");
+  w.BeginObject();
+  w.Field("version", TRACEFUSE_VERSION);
+  w.Field("rule_set", context.traces[Side::kTrace1]->classifier->rule_set().name());
+  w.Field("read_seconds", context.read_seconds);
+  w.Field("analyze_seconds", context.analyze_seconds);
+  w.EndObject();
+  w.EndObject();
+  out += '\n';
+  return sink->Append(out);
+}
+
+}  // namespace tracefuse

@@ -1,0 +1,266 @@
+// `tracefuse ops --format text` and `--format markdown`: one layout, two markups.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "report/formatting.h"
+#include "tracefuse/op_compare.h"
+#include "tracefuse/platform.h"
+#include "tracefuse/report/ops.h"
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+namespace {
+
+double Share(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// ShortScope() is the last two modules of a scope path, "…/" before them when there are more.
+std::string ShortScope(const std::string& scope) {
+  const size_t last = scope.rfind('/');
+  if (last == std::string::npos) return scope;
+  const size_t before = scope.rfind('/', last - 1);
+  if (last == 0 || before == std::string::npos) return scope;
+  return "…/" + scope.substr(before + 1);
+}
+
+std::string Us(int64_t ns) { return fmt::format("{:.1f}", Micros(ns)); }
+std::string SignedUs(int64_t ns) { return fmt::format("{:+.1f}", Micros(ns)); }
+
+// KernelList() names a side's kernel families with their counts and times, the first few.
+std::string KernelList(const std::vector<OpKernels>& kernels) {
+  constexpr size_t kShown = 3;
+  if (kernels.empty()) return "(no kernels)";
+  std::string out;
+  for (size_t i = 0; i < kernels.size() && i < kShown; ++i) {
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{} x{} {} us", kernels[i].family, kernels[i].count,
+                       Us(kernels[i].time_ns));
+  }
+  if (kernels.size() > kShown) out += fmt::format("; {} more", kernels.size() - kShown);
+  return out;
+}
+
+// AlignedTypes() lays two graph replays' kernel categories side by side, as a diff: a category
+// both run is named once, one only `a` runs is "+Type (a_label)", one only `b` runs
+// "+Type (b_label)"; repeats fold into "Type x3". Where one side fuses what the other runs as
+// separate kernels, the separate kernel stands out. The first kShown entries.
+std::string AlignedTypes(const std::vector<std::string>& a, const std::vector<std::string>& b,
+                         const std::string& a_label, const std::string& b_label) {
+  constexpr size_t kShown = 24;
+  StringMap<uint32_t> ids;
+  auto encode = [&](const std::vector<std::string>& types) {
+    std::vector<uint32_t> out;
+    for (const std::string& t : types) {
+      out.push_back(ids.try_emplace(t, static_cast<uint32_t>(ids.size())).first->second);
+    }
+    return out;
+  };
+  const auto matches = MyersMatches(encode(a), encode(b));
+  std::vector<std::string> tokens;
+  size_t i = 0, j = 0;
+  auto only = [&](size_t until_i, size_t until_j) {
+    for (; i < until_i; ++i) tokens.push_back(fmt::format("+{} ({})", a[i], a_label));
+    for (; j < until_j; ++j) tokens.push_back(fmt::format("+{} ({})", b[j], b_label));
+  };
+  for (const auto& [mi, mj] : matches) {
+    only(mi, mj);
+    tokens.push_back(a[mi]);
+    i = mi + 1;
+    j = mj + 1;
+  }
+  only(a.size(), b.size());
+  std::string out;
+  size_t shown = 0;
+  for (size_t t = 0; t < tokens.size() && shown < kShown; ++shown) {
+    size_t run = 1;
+    while (t + run < tokens.size() && tokens[t + run] == tokens[t]) ++run;
+    out += (out.empty() ? "" : ", ") + tokens[t] + (run > 1 ? fmt::format(" x{}", run) : "");
+    t += run;
+    if (shown + 1 == kShown && t < tokens.size()) out += ", ...";
+  }
+  return out;
+}
+
+// OpsPage lays an OpComparison out as the text or the markdown report, section by section.
+class OpsPage {
+ public:
+  OpsPage(const OpComparison& ops, const OpsContext& context, bool markdown)
+      : ops_(ops), context_(context), markdown_(markdown) {}
+
+  std::string Render() && {
+    Header();
+    OpRows("Ops that differ most", [](const OpRow& r) { return r.matched; });
+    Instances();
+    OpRows("Ops on one side only", [](const OpRow& r) {
+      return !r.matched && (r.sides[Side::kTrace1].instances == 0 ||
+                            r.sides[Side::kTrace2].instances == 0);
+    });
+    Groups();
+    return std::move(out_);
+  }
+
+ private:
+  void Header();
+  std::string TraceLine(Side side) const;
+  template <typename Keep>
+  void OpRows(const std::string& title, Keep keep);
+  void Instances();
+  void Groups();
+
+  void Line(const std::string& line) {
+    out_ += line;
+    out_ += '\n';
+  }
+  void Heading(const std::string& title) {
+    Line("");
+    Line(markdown_ ? "## " + title : title);
+    if (!markdown_) Line(std::string(title.size(), '-'));
+  }
+  std::string Code(const std::string& s) const { return markdown_ ? "`" + s + "`" : s; }
+  const std::string& Label(Side side) const { return context_.labels[side]; }
+
+  const OpComparison& ops_;
+  const OpsContext& context_;
+  const bool markdown_;
+  std::string out_;
+};
+
+void OpsPage::Header() {
+  const std::string& a = Label(Side::kTrace1);
+  const std::string& b = Label(Side::kTrace2);
+  Line(markdown_ ? fmt::format("# Op-level comparison: {} vs {}", a, b)
+                 : fmt::format("OP-LEVEL COMPARISON: {} vs {}", a, b));
+  if (markdown_) Line("");
+  for (Side s : kSides) Line(TraceLine(s));
+  const OpTraceSummary& t1 = ops_.traces[Side::kTrace1];
+  const OpTraceSummary& t2 = ops_.traces[Side::kTrace2];
+  Line(fmt::format("{}Top-level ops: {} / {}, {} matched ({:.1f}% / {:.1f}%); steps {} / {}",
+                   markdown_ ? "\n" : "  ", Thousands(t1.top_level_ops),
+                   Thousands(t2.top_level_ops), Thousands(ops_.matched_ops),
+                   Share(static_cast<int64_t>(ops_.matched_ops),
+                         static_cast<int64_t>(t1.top_level_ops)),
+                   Share(static_cast<int64_t>(ops_.matched_ops),
+                         static_cast<int64_t>(t2.top_level_ops)),
+                   t1.steps, t2.steps));
+  if (ops_.capped_steps > 0) {
+    Line(fmt::format("{}{} step(s) differ too much to align in order: matched op by op",
+                     markdown_ ? "\n" : "  ", ops_.capped_steps));
+  }
+}
+
+std::string OpsPage::TraceLine(Side side) const {
+  const TraceProfile& p = *context_.traces[side];
+  const OpTraceSummary& s = ops_.traces[side];
+  const std::string linked = fmt::format(
+      "{:.1f}% of kernel time linked to an op, {:.1f}% to a launch without one, {:.1f}% with no "
+      "launch",
+      Share(s.linked_ns, s.kernel_time_ns), Share(s.launch_only_ns, s.kernel_time_ns),
+      Share(s.no_launch_ns, s.kernel_time_ns));
+  return fmt::format("{}{}: {} [{}], {} kernels, {:.3f} ms kernel time; {}  ({})",
+                     markdown_ ? "- " : "  ", Label(side), GpuText(p), PlatformName(p.platform),
+                     Thousands(s.kernels), Millis(s.kernel_time_ns), linked, Code(p.path));
+}
+
+template <typename Keep>
+void OpsPage::OpRows(const std::string& title, Keep keep) {
+  const std::string& a = Label(Side::kTrace1);
+  const std::string& b = Label(Side::kTrace2);
+  Heading(fmt::format("{} ({} - {}, kernel time)", title, a, b));
+  if (markdown_) {
+    Line(fmt::format("| op | scope | n | {} us | {} us | delta us | ratio | {} kernels | {} "
+                     "kernels |",
+                     a, b, a, b));
+    Line("|---|---|---:|---:|---:|---:|---:|---|---|");
+  }
+  size_t shown = 0;
+  for (const OpRow& row : ops_.ops) {
+    // Ops that launched nothing on either side (aten::empty, views) have nothing to compare.
+    if (!keep(row) || (row.sides[Side::kTrace1].time_ns == 0 &&
+                       row.sides[Side::kTrace2].time_ns == 0)) {
+      continue;
+    }
+    if (shown++ == context_.top) break;
+    const OpSide& x = row.sides[Side::kTrace1];
+    const OpSide& y = row.sides[Side::kTrace2];
+    const std::string ratio =
+        y.time_ns == 0 ? "-" : RatioText(static_cast<double>(x.time_ns) / y.time_ns);
+    if (markdown_) {
+      Line(fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |", row.op,
+                       ShortScope(row.scope), row.instances, Us(x.time_ns), Us(y.time_ns),
+                       SignedUs(row.delta_ns()), ratio, KernelList(x.kernels),
+                       KernelList(y.kernels)));
+      continue;
+    }
+    Line(fmt::format("  {}  {}  x{}: {} us vs {} us ({} us, {})", row.op,
+                     row.scope.empty() ? "(no module)" : ShortScope(row.scope), row.instances,
+                     Us(x.time_ns), Us(y.time_ns), SignedUs(row.delta_ns()), ratio));
+    Line(fmt::format("      {}: {}", a, KernelList(x.kernels)));
+    Line(fmt::format("      {}: {}", b, KernelList(y.kernels)));
+  }
+  if (shown == 0) Line(markdown_ ? "| (none) | | | | | | | | |" : "  (none)");
+}
+
+void OpsPage::Instances() {
+  Heading("Instances that differ most");
+  if (ops_.top_instances.empty()) Line(markdown_ ? "(none)" : "  (none)");
+  for (const MatchedInstance& m : ops_.top_instances) {
+    const std::string step = m.step == kNoStep ? "outside steps" : fmt::format("step {}", m.step);
+    Line(fmt::format("{}{} #{} ({}){}: {} us vs {} us ({} us)", markdown_ ? "- " : "  ",
+                     Code(m.op), m.index, step,
+                     m.scope.empty() ? "" : " under " + ShortScope(m.scope),
+                     Us(m.sides[Side::kTrace1].time_ns), Us(m.sides[Side::kTrace2].time_ns),
+                     SignedUs(m.delta_ns())));
+    for (Side side : kSides) {
+      Line(fmt::format("{}{}{}: {}", markdown_ ? "  - " : "      ", Label(side),
+                       m.graph[side] ? " (graph replay)" : "", KernelList(m.sides[side].kernels)));
+    }
+    const auto& types = m.types;
+    if (!types[Side::kTrace1].empty() && !types[Side::kTrace2].empty()) {
+      Line(fmt::format("{}kernel types: {}", markdown_ ? "  - " : "      ",
+                       AlignedTypes(types[Side::kTrace1], types[Side::kTrace2],
+                                    Label(Side::kTrace1), Label(Side::kTrace2))));
+    }
+  }
+}
+
+void OpsPage::Groups() {
+  Heading(fmt::format("Unmatched stretches ({} in all, the largest by kernel time)",
+                      ops_.unmatched_groups.size()));
+  std::vector<const UnmatchedGroup*> groups;
+  for (const UnmatchedGroup& g : ops_.unmatched_groups) groups.push_back(&g);
+  auto time = [](const UnmatchedGroup* g) {
+    return g->sides[Side::kTrace1].time_ns + g->sides[Side::kTrace2].time_ns;
+  };
+  std::stable_sort(groups.begin(), groups.end(), [&](const UnmatchedGroup* x,
+                                                     const UnmatchedGroup* y) {
+    return time(x) > time(y);
+  });
+  if (groups.size() > context_.top) groups.resize(context_.top);
+  if (groups.empty()) Line(markdown_ ? "(none)" : "  (none)");
+  for (const UnmatchedGroup* g : groups) {
+    std::string sides;
+    for (Side side : kSides) {
+      std::string names;
+      for (size_t i = 0; i < g->ops[side].size() && i < 4; ++i) {
+        names += (i ? ", " : "") + g->ops[side][i];
+      }
+      if (g->op_count[side] > 4) names += fmt::format(", {} more", g->op_count[side] - 4);
+      sides += fmt::format("{}{} [{}] {} us", side == Side::kTrace1 ? "" : " | ", Label(side),
+                           names, Us(g->sides[side].time_ns));
+    }
+    Line(fmt::format("{}{}{}: {}", markdown_ ? "- " : "  ",
+                     g->step == kNoStep ? "outside steps" : fmt::format("step {}", g->step),
+                     g->scope.empty() ? "" : " under " + ShortScope(g->scope), sides));
+  }
+}
+
+}  // namespace
+
+std::string OpsText(const OpComparison& ops, const OpsContext& context, bool markdown) {
+  return OpsPage(ops, context, markdown).Render();
+}
+
+}  // namespace tracefuse
