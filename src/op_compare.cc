@@ -161,9 +161,9 @@ struct SideTotals {
 // scope paths, and where each step's units begin.
 struct TraceUnits {
   const OpTree* tree;
-  std::vector<uint32_t> key;                          // per unit
-  std::vector<std::string> scope_path;                // per scope
-  std::vector<std::vector<std::string>> scope_parts;  // per scope, outermost first
+  std::vector<uint32_t> key;                           // per unit
+  std::vector<std::string> scope_path;                 // per scope
+  std::vector<std::vector<std::string>> scope_parts;   // per scope, outermost first
   std::map<int64_t, std::pair<size_t, size_t>> steps;  // step key -> [begin, end) of units
 };
 

@@ -125,11 +125,31 @@ namespace {
 
 constexpr uint32_t kNone = kNoUnit;
 
-// SortUnlessSorted() sorts `v`, after checking in one pass whether it already is: a one-thread
-// trace lists its CPU events in time order, so the check is all it usually costs.
+// SortRuns() sorts `v` by merging its ascending runs when it has few: traces list each thread's
+// CPU events in time order, and units come as op units then launch units, so a sort usually
+// costs a pass or a few merges rather than n log n comparisons.
 template <typename Less>
-void SortUnlessSorted(std::vector<uint32_t>* v, Less less) {
-  if (!std::is_sorted(v->begin(), v->end(), less)) std::sort(v->begin(), v->end(), less);
+void SortRuns(std::vector<uint32_t>* v, Less less) {
+  constexpr size_t kMaxRuns = 64;
+  std::vector<size_t> runs = {0};  // where each run begins
+  for (size_t i = 1; i < v->size() && runs.size() <= kMaxRuns; ++i) {
+    if (less((*v)[i], (*v)[i - 1])) runs.push_back(i);
+  }
+  if (runs.size() > kMaxRuns) {
+    std::sort(v->begin(), v->end(), less);
+    return;
+  }
+  runs.push_back(v->size());
+  while (runs.size() > 2) {  // merge neighbouring runs, pairwise
+    std::vector<size_t> merged = {0};
+    for (size_t r = 0; r + 2 < runs.size(); r += 2) {
+      std::inplace_merge(v->begin() + runs[r], v->begin() + runs[r + 1], v->begin() + runs[r + 2],
+                         less);
+      merged.push_back(runs[r + 2]);
+    }
+    if (runs.size() % 2 == 0) merged.push_back(runs.back());  // an odd run out stays as it is
+    runs = std::move(merged);
+  }
 }
 
 // Builder makes an OpTree in the steps of BuildOpTree(): nest the CPU side, find the units and
@@ -145,6 +165,7 @@ class Builder {
     FindSteps();
     AddOperatorUnits();
     AttributeKernels();
+    ReleaseNesting();
     OrderUnits();
     return std::move(tree_);
   }
@@ -170,7 +191,7 @@ class Builder {
     std::vector<uint32_t> op_order(ops.size()), call_order(calls.size());
     std::iota(op_order.begin(), op_order.end(), 0u);
     std::iota(call_order.begin(), call_order.end(), 0u);
-    SortUnlessSorted(&op_order, [&](uint32_t a, uint32_t b) {
+    SortRuns(&op_order, [&](uint32_t a, uint32_t b) {
       const HostOp &x = ops[a], &y = ops[b];
       if (x.thread != y.thread) return x.thread < y.thread;
       if (x.ts_ns != y.ts_ns) return x.ts_ns < y.ts_ns;
@@ -178,7 +199,7 @@ class Builder {
       if (x.kind != y.kind) return x.kind < y.kind;
       return x.position < y.position;
     });
-    SortUnlessSorted(&call_order, [&](uint32_t a, uint32_t b) {
+    SortRuns(&call_order, [&](uint32_t a, uint32_t b) {
       const RuntimeCall &x = calls[a], &y = calls[b];
       if (x.thread != y.thread) return x.thread < y.thread;
       if (x.ts_ns != y.ts_ns) return x.ts_ns < y.ts_ns;
@@ -199,8 +220,8 @@ class Builder {
     auto place_calls_before = [&](uint32_t t, int64_t ts, bool inclusive) {
       for (; c < call_order.size(); ++c) {
         const RuntimeCall& call = calls[call_order[c]];
-        if (call.thread > t || (call.thread == t && (inclusive ? call.ts_ns > ts
-                                                               : call.ts_ns >= ts))) {
+        if (call.thread > t ||
+            (call.thread == t && (inclusive ? call.ts_ns > ts : call.ts_ns >= ts))) {
           break;
         }
         enter_thread(call.thread);
@@ -244,8 +265,8 @@ class Builder {
 
   uint32_t ChildScope(uint32_t parent, uint32_t module) {
     const uint32_t name = NormalizedName(module);
-    auto [it, inserted] = scope_ids_.try_emplace(
-        (uint64_t{parent} << 32) | name, static_cast<uint32_t>(tree_.scopes.size()));
+    auto [it, inserted] = scope_ids_.try_emplace((uint64_t{parent} << 32) | name,
+                                                 static_cast<uint32_t>(tree_.scopes.size()));
     if (inserted) tree_.scopes.push_back(ScopeNode{parent, name, tree_.scopes[parent].depth + 1});
     return it->second;
   }
@@ -284,13 +305,20 @@ class Builder {
     }
   }
 
-  // StepOf() is the last step, by start, that holds `ts`.
-  int32_t StepOf(int64_t ts) const {
+  // StepOf() is the last step, by start, that holds `ts`. Units mostly come in time order, so the
+  // steps begun by `ts` are looked for next to the last answer first.
+  int32_t StepOf(int64_t ts) {
     const auto& steps = tree_.steps;
-    auto it = std::upper_bound(steps.begin(), steps.end(), ts,
-                               [](int64_t t, const StepSpan& s) { return t < s.ts_ns; });
-    for (size_t s = static_cast<size_t>(it - steps.begin()); s > 0 && latest_end_[s - 1] > ts;
-         --s) {
+    auto begun_by = [&](size_t n) {  // whether exactly n steps begin at or before ts
+      return (n == 0 || steps[n - 1].ts_ns <= ts) && (n == steps.size() || steps[n].ts_ns > ts);
+    };
+    if (!begun_by(steps_begun_)) {
+      steps_begun_ = static_cast<size_t>(
+          std::upper_bound(steps.begin(), steps.end(), ts,
+                           [](int64_t t, const StepSpan& s) { return t < s.ts_ns; }) -
+          steps.begin());
+    }
+    for (size_t s = steps_begun_; s > 0 && latest_end_[s - 1] > ts; --s) {
       if (ts < steps[s - 1].end_ns) return static_cast<int32_t>(s - 1);
     }
     return kNoStep;
@@ -303,7 +331,8 @@ class Builder {
     // Room for every unit there can be, so that growing never copies (reserved pages that are
     // never written cost nothing).
     size_t operators = 0;
-    for (uint32_t i = 0; i < host_.ops.size(); ++i) operators += nesting_[i].outermost_operator == i;
+    for (uint32_t i = 0; i < host_.ops.size(); ++i)
+      operators += nesting_[i].outermost_operator == i;
     tree_.units.reserve(operators + host_.calls.size());
     unit_thread_.reserve(operators + host_.calls.size());
     for (uint32_t i = 0; i < host_.ops.size(); ++i) {
@@ -356,6 +385,14 @@ class Builder {
       it->second = NewUnit(u, call.thread);
     }
     return {it->second, false};
+  }
+
+  // ReleaseNesting() frees what only linking needed, for OrderUnits() to reuse.
+  void ReleaseNesting() {
+    nesting_ = std::vector<Nesting>();
+    call_innermost_ = std::vector<uint32_t>();
+    op_unit_ = std::vector<uint32_t>();
+    launch_unit_ = absl::flat_hash_map<uint32_t, uint32_t>();
   }
 
   // AttributeKernels() adds each kernel to its launch's unit: correlation groups to runtime
@@ -416,7 +453,7 @@ class Builder {
    public:
     struct Entry {
       uint32_t unit, family, next;
-      uint64_t count;
+      uint32_t count;  // a unit's kernels of one family: far fewer than 2^32
       int64_t time_ns;
     };
     // Reset() makes room for `units`, and for `expected` entries so that growing never copies.
@@ -441,12 +478,20 @@ class Builder {
    private:
     static constexpr uint32_t kListLength = 16;
     Entry* Find(uint32_t unit, uint32_t family) {
+      const uint64_t key = (uint64_t{unit} << 32) | family;
       if (length_[unit] > kListLength) {
-        auto it = index_.find((uint64_t{unit} << 32) | family);
+        auto it = index_.find(key);
         return it == index_.end() ? nullptr : &entries_[it->second];
       }
+      // A graph replay cycles through its layer's families: remember where each one was.
+      const size_t slot = (key * 0x9E3779B97F4A7C15ULL) >> (64 - kRecentBits);
+      if (recent_key_[slot] == key) return &entries_[recent_entry_[slot]];
       for (uint32_t e = head_[unit]; e != kNone; e = entries_[e].next) {
-        if (entries_[e].family == family) return &entries_[e];
+        if (entries_[e].family == family) {
+          recent_key_[slot] = key;
+          recent_entry_[slot] = e;
+          return &entries_[e];
+        }
       }
       return nullptr;
     }
@@ -457,10 +502,13 @@ class Builder {
         index_[(uint64_t{unit} << 32) | entries_[e].family] = e;
       }
     }
+    static constexpr int kRecentBits = 12;
     std::vector<Entry> entries_;
     std::vector<uint32_t> head_;
     std::vector<uint32_t> length_;
     absl::flat_hash_map<uint64_t, uint32_t> index_;
+    std::vector<uint64_t> recent_key_ = std::vector<uint64_t>(size_t{1} << kRecentBits, UINT64_MAX);
+    std::vector<uint32_t> recent_entry_ = std::vector<uint32_t>(size_t{1} << kRecentBits, 0);
   };
 
   uint32_t Family(const std::string& name) {
@@ -497,7 +545,7 @@ class Builder {
     std::vector<uint32_t> order(units.size());
     std::iota(order.begin(), order.end(), 0u);
     auto step_key = [](int32_t step) { return static_cast<uint32_t>(step); };  // kNoStep last
-    SortUnlessSorted(&order, [&](uint32_t a, uint32_t b) {
+    SortRuns(&order, [&](uint32_t a, uint32_t b) {
       const OpUnit &x = units[a], &y = units[b];
       if (x.step != y.step) return step_key(x.step) < step_key(y.step);
       if (x.thread_rank != y.thread_rank) return x.thread_rank < y.thread_rank;
@@ -567,6 +615,7 @@ class Builder {
   std::vector<Nesting> nesting_;
   std::vector<uint32_t> call_innermost_;
   std::vector<int64_t> latest_end_;  // per step: the latest end among it and those before
+  size_t steps_begun_ = 0;           // StepOf()'s last count of steps begun
   std::vector<uint32_t> op_unit_;
   std::vector<uint32_t> unit_thread_;
   absl::flat_hash_map<uint32_t, uint32_t> launch_unit_;  // runtime call -> unit
@@ -582,18 +631,24 @@ class Builder {
 
 OpTree BuildOpTree(const TraceProfile& profile) { return Builder(profile).Build(); }
 
-std::vector<std::vector<CategoryId>> KernelTypesOf(const TraceProfile& profile,
-                                                   const OpTree& tree,
+std::vector<std::vector<CategoryId>> KernelTypesOf(const TraceProfile& profile, const OpTree& tree,
                                                    const std::vector<uint32_t>& units) {
   absl::flat_hash_map<uint32_t, size_t> wanted;  // unit -> index into `units`
   for (size_t i = 0; i < units.size(); ++i) wanted.try_emplace(units[i], i);
-  std::vector<std::vector<CategoryId>> types(units.size());
+  // Collected in trace order (one plain pass) and then put in start order, stable on trace order.
+  std::vector<std::vector<std::pair<int64_t, CategoryId>>> started(units.size());
   const std::vector<CategoryId> category = profile.NameCategories();
-  profile.kernels.ForEachInTsOrder([&](const KernelRecord& k) {
+  profile.kernels.ForEach([&](const KernelRecord& k) {
     if (k.group == kNoGroup || tree.group_unit[k.group] == kNoUnit) return;
     auto it = wanted.find(tree.group_unit[k.group]);
-    if (it != wanted.end()) types[it->second].push_back(category[k.name]);
+    if (it != wanted.end()) started[it->second].emplace_back(k.ts_ns, category[k.name]);
   });
+  std::vector<std::vector<CategoryId>> types(units.size());
+  for (size_t i = 0; i < units.size(); ++i) {
+    std::stable_sort(started[i].begin(), started[i].end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [ts, c] : started[i]) types[i].push_back(c);
+  }
   for (size_t i = 0; i < units.size(); ++i) {
     if (wanted[units[i]] != i) types[i] = types[wanted[units[i]]];  // asked for twice
   }

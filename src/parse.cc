@@ -161,7 +161,7 @@ void ParsedChunk::Clear() {
 struct EventFields {
   std::string_view cat, name, ts_raw, dur_raw;
   bool have_cat = false, have_name = false;
-  KernelEvent kernel;  // args, read when the event may be a kernel
+  KernelEvent kernel;                 // args, read when the event may be a kernel
   std::string_view pid_raw, tid_raw;  // read with ParseOptions::host_activity only
 };
 
@@ -296,17 +296,16 @@ struct ChunkParser::Impl {
   absl::Status AddHostEvent(const EventChunk& chunk, size_t len, const EventFields& f,
                             const std::string& display_name, ParsedChunk* out) {
     std::optional<HostOpKind> kind = HostOpKindOf(f);
-    const bool call = !kind && (f.kernel.flags & KernelEvent::kHasCorrelation) &&
-                      IsLaunchCategory(f.cat);
+    const bool call =
+        !kind && (f.kernel.flags & KernelEvent::kHasCorrelation) && IsLaunchCategory(f.cat);
     if (!kind && !call) return absl::OkStatus();
     std::optional<int64_t> ts = MicrosToNanos(f.ts_raw);
     std::optional<int64_t> dur = MicrosToNanos(f.dur_raw);
     for (std::string_view raw : {f.ts_raw, f.dur_raw}) {
       if (!raw.empty() && !MicrosToNanos(raw) && !IsNonNumericJsonValue(raw)) {
-        return absl::InvalidArgumentError(StrCat(display_name, ": malformed JSON at byte ",
-                                                 Offset(chunk, len, raw.data()),
-                                                 ": invalid number '",
-                                                 TrimRight(raw.substr(0, 32)), "'"));
+        return absl::InvalidArgumentError(
+            StrCat(display_name, ": malformed JSON at byte ", Offset(chunk, len, raw.data()),
+                   ": invalid number '", TrimRight(raw.substr(0, 32)), "'"));
       }
     }
     if (!ts || (kind && !dur)) {
@@ -323,8 +322,8 @@ struct ChunkParser::Impl {
     }
     std::string_view name = f.name;
     if (*kind == HostOpKind::kModule) name.remove_prefix(kModulePrefix.size());
-    host.ops.push_back(HostOp{*ts, *dur, thread, Intern(name, &local_host_names, &host.names),
-                              *kind, position});
+    host.ops.push_back(
+        HostOp{*ts, *dur, thread, Intern(name, &local_host_names, &host.names), *kind, position});
     return absl::OkStatus();
   }
 

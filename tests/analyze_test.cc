@@ -368,14 +368,18 @@ TEST(OpCompare, MyersMatchesAreALongestCommonSubsequence) {
       ASSERT_LT(i, a.size());
       ASSERT_LT(j, b.size());
       ASSERT_EQ(a[i], b[j]);
-      if (k > 0) ASSERT_TRUE(i > matches[k - 1].first && j > matches[k - 1].second);
+      if (k > 0) {
+        ASSERT_TRUE(i > matches[k - 1].first && j > matches[k - 1].second);
+      }
     }
     const size_t lcs = LcsLength(a, b);
     ASSERT_EQ(matches.size(), lcs) << "round " << round;
     const uint32_t distance = static_cast<uint32_t>(a.size() + b.size() - 2 * lcs);
     EXPECT_FALSE(EditDistanceExceeds(a, b, distance));
     EXPECT_FALSE(EditDistanceExceeds(a, b, distance + 1));
-    if (distance > 0) EXPECT_TRUE(EditDistanceExceeds(a, b, distance - 1));
+    if (distance > 0) {
+      EXPECT_TRUE(EditDistanceExceeds(a, b, distance - 1));
+    }
   }
 }
 

@@ -572,8 +572,9 @@ TEST_F(CompareCli, OpsFailuresNameTheFileAndLeaveNoReport) {
       "bad_time.json", R"({"traceEvents": [{"cat": "cpu_op", "name": "a", "ts": 1x, "dur": 2}]})");
   r = RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + bad_time + " " + bad_time);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "tracefuse: error: " + bad_time + ": malformed JSON at byte 54: invalid "
-                   "number '1x'\n");
+  EXPECT_EQ(r.err, "tracefuse: error: " + bad_time +
+                       ": malformed JSON at byte 54: invalid "
+                       "number '1x'\n");
   r = RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + dir_->path() + "/amd.json");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "tracefuse: error: TRACE2 is required (run 'tracefuse ops --help')\n");

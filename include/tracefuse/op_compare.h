@@ -83,8 +83,8 @@ struct MatchedInstance {
   std::string op;
   std::string scope;
   PerSide<OpSide> sides;
-  PerSide<bool> graph{};       // the unit holds a graph replay
-  PerSide<uint32_t> units{};   // the units, in their traces' OpTree
+  PerSide<bool> graph{};      // the unit holds a graph replay
+  PerSide<uint32_t> units{};  // the units, in their traces' OpTree
   // A graph replay's kernel categories in start order (filled by the pipeline: the comparison
   // does not keep the kernel records); empty for other units.
   PerSide<std::vector<std::string>> types;
@@ -106,11 +106,11 @@ struct OpTraceSummary {
 // OpComparison is CompareOps()'s result.
 struct OpComparison {
   PerSide<OpTraceSummary> traces;
-  uint64_t matched_ops = 0;  // pairs
-  uint64_t capped_steps = 0;  // steps aligned key by key, past the edit cap
-  std::vector<OpRow> ops;  // by |delta| (descending), op, scope, matched
+  uint64_t matched_ops = 0;                      // pairs
+  uint64_t capped_steps = 0;                     // steps aligned key by key, past the edit cap
+  std::vector<OpRow> ops;                        // by |delta| (descending), op, scope, matched
   std::vector<UnmatchedGroup> unmatched_groups;  // by step, then position
-  std::vector<MatchedInstance> top_instances;  // by |delta| (descending), step, index
+  std::vector<MatchedInstance> top_instances;    // by |delta| (descending), step, index
 };
 
 // CompareOps() aligns the two traces' units step by step and builds the tables. A row

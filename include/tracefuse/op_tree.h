@@ -58,19 +58,20 @@ struct UnitKernels {
   int64_t time_ns = 0;
 };
 
-// OpUnit is what one top-level op instance (or launch) ran.
+// OpUnit is what one top-level op instance (or launch) ran. 48 bytes: a trace has one per
+// top-level op.
 struct OpUnit {
   uint32_t name = 0;  // index into OpTree::names, normalised
   uint32_t scope = kRootScope;
-  int32_t step = kNoStep;  // index into OpTree::steps
+  int32_t step = kNoStep;    // index into OpTree::steps
   uint32_t thread_rank = 0;  // threads ranked by their first unit's start, then by name
   int64_t ts_ns = 0;
-  uint32_t position = 0;  // the op's (or launch's) index among the trace's events
+  int64_t time_ns = 0;         // its kernels' time
+  uint32_t position = 0;       // the op's (or launch's) index among the trace's events
+  uint32_t first_kernels = 0;  // its families: OpTree::unit_kernels[first_kernels, next unit's)
+  uint32_t kernels = 0;
   bool is_launch = false;  // a launch no op or annotation encloses
   bool graph = false;      // it holds a graph launch
-  int64_t time_ns = 0;
-  uint64_t kernels = 0;
-  uint32_t first_kernels = 0;  // its families: OpTree::unit_kernels[first_kernels, next unit's)
 };
 
 // StepSpan is one step: an annotation marking a step that no other step encloses.
@@ -82,11 +83,11 @@ struct StepSpan {
 
 // OpTree is one trace's kernels by the unit that launched them.
 struct OpTree {
-  std::vector<std::string> names;     // op names and module names, normalised
-  std::vector<std::string> families;  // kernel families
-  std::vector<ScopeNode> scopes;      // scopes[kRootScope] is the empty path
-  std::vector<StepSpan> steps;        // by start
-  std::vector<OpUnit> units;          // by step (kNoStep last), thread rank, start, position
+  std::vector<std::string> names;         // op names and module names, normalised
+  std::vector<std::string> families;      // kernel families
+  std::vector<ScopeNode> scopes;          // scopes[kRootScope] is the empty path
+  std::vector<StepSpan> steps;            // by start
+  std::vector<OpUnit> units;              // by step (kNoStep last), thread rank, start, position
   std::vector<UnitKernels> unit_kernels;  // per unit, by time (descending), then family
   std::vector<UnitKernels> no_launch_kernels;  // kernels no runtime call launched, likewise
   std::vector<uint32_t> group_unit;  // per correlation group of the profile: its unit, or kNoUnit
@@ -110,8 +111,7 @@ OpTree BuildOpTree(const TraceProfile& profile);
 // KernelTypesOf() is, for each of `units`, the categories of its kernels in start order: what a
 // graph replay runs, step by step. One pass over `profile`'s kernel records, which must still be
 // those BuildOpTree() read.
-std::vector<std::vector<CategoryId>> KernelTypesOf(const TraceProfile& profile,
-                                                   const OpTree& tree,
+std::vector<std::vector<CategoryId>> KernelTypesOf(const TraceProfile& profile, const OpTree& tree,
                                                    const std::vector<uint32_t>& units);
 
 }  // namespace tracefuse

@@ -8,8 +8,8 @@ PerSide<std::string> ComparisonLabels(const TraceProfile& trace1, const TracePro
   PerSide<std::string> labels = ReferenceLabels();
   if (trace1.platform != trace2.platform && trace1.platform != Platform::kUnknown &&
       trace2.platform != Platform::kUnknown) {
-    labels = {{std::string(PlatformName(trace1.platform)),
-               std::string(PlatformName(trace2.platform))}};
+    labels = {
+        {std::string(PlatformName(trace1.platform)), std::string(PlatformName(trace2.platform))}};
   }
   if (!label1.empty()) labels[Side::kTrace1] = label1;
   if (!label2.empty()) labels[Side::kTrace2] = label2;
@@ -38,8 +38,8 @@ CompareContext ComparisonContext(const Comparison& comparison, const CompareOpti
   context.read_seconds = comparison.read_seconds;
   context.analyze_seconds = comparison.analyze_seconds;
   context.traces = {{&traces[Side::kTrace1], &traces[Side::kTrace2]}};
-  context.labels = ComparisonLabels(traces[Side::kTrace1], traces[Side::kTrace2],
-                                    options.label1, options.label2);
+  context.labels = ComparisonLabels(traces[Side::kTrace1], traces[Side::kTrace2], options.label1,
+                                    options.label2);
   context.min_group_size = options.min_group_size;
   return context;
 }

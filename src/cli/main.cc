@@ -45,10 +45,11 @@ int Main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 success, 1 malformed or unsupported trace, 2 usage error, 3 I/O error, "
       "143 / 130 stopped by SIGTERM / SIGINT.");
-  const std::vector<Command> commands = {
-      AddStatsCommand(&app), AddCompareCommand(&app),  AddOpsCommand(&app), AddBreakdownCommand(&app),
-      AddRulesCommand(&app), AddClassifyCommand(&app), AddPairsCommand(&app),
-      AddBatchCommand(&app), AddMergeCommand(&app),    AddBenchCommand(&app)};
+  const std::vector<Command> commands = {AddStatsCommand(&app), AddCompareCommand(&app),
+                                         AddOpsCommand(&app),   AddBreakdownCommand(&app),
+                                         AddRulesCommand(&app), AddClassifyCommand(&app),
+                                         AddPairsCommand(&app), AddBatchCommand(&app),
+                                         AddMergeCommand(&app), AddBenchCommand(&app)};
   if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return *exit_code;
   for (const Command& command : commands) {
     if (command.app->parsed()) return command.run();

@@ -19,7 +19,8 @@ struct OpsArgs {
 
 int RunOps(const OpsArgs& a) {
   absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
-  if (!classifier.ok()) return Fail(classifier.status(), ExitCodeFor(classifier.status(), kExitUsage));
+  if (!classifier.ok())
+    return Fail(classifier.status(), ExitCodeFor(classifier.status(), kExitUsage));
   PipelineOptions options;
   options.threads = a.threads;
   std::unique_ptr<ProgressLine> progress = ProgressLine::Start(a.progress, &options);
@@ -44,8 +45,9 @@ int RunOps(const OpsArgs& a) {
 
 CLI::App* Declare(CLI::App* app, OpsArgs* a) {
   CLI::App* cmd = app->add_subcommand(
-      "ops", "Compare two traces op by op: which PyTorch operator is slower on which side, and "
-             "which kernels each side runs for it");
+      "ops",
+      "Compare two traces op by op: which PyTorch operator is slower on which side, and "
+      "which kernels each side runs for it");
   cmd->add_option("TRACE1", a->trace1, "first trace (.json, .json.gz or .json.zst)")->required();
   cmd->add_option("TRACE2", a->trace2, "second trace (.json, .json.gz or .json.zst)")->required();
   cmd->add_option("--format", a->format,

@@ -27,11 +27,11 @@ std::string OpsCsv(const OpComparison& ops, const OpsContext&) {
     const OpSide& b = row.sides[Side::kTrace2];
     const std::string ratio =
         b.time_ns == 0 ? "" : CsvNumber(static_cast<double>(a.time_ns) / b.time_ns);
-    out += StrCat(CsvField(row.op), ",", CsvField(row.scope), ",",
-                  row.matched ? "true" : "false", ",", row.instances, ",", a.instances, ",",
-                  CsvNumber(Micros(a.time_ns)), ",", b.instances, ",",
-                  CsvNumber(Micros(b.time_ns)), ",", CsvNumber(Micros(row.delta_ns())), ",",
-                  ratio, ",", KernelsCell(a.kernels), ",", KernelsCell(b.kernels), "\n");
+    out +=
+        StrCat(CsvField(row.op), ",", CsvField(row.scope), ",", row.matched ? "true" : "false", ",",
+               row.instances, ",", a.instances, ",", CsvNumber(Micros(a.time_ns)), ",", b.instances,
+               ",", CsvNumber(Micros(b.time_ns)), ",", CsvNumber(Micros(row.delta_ns())), ",",
+               ratio, ",", KernelsCell(a.kernels), ",", KernelsCell(b.kernels), "\n");
   }
   return out;
 }

@@ -139,6 +139,9 @@ absl::Status ArrayJson(const char* key, const std::vector<T>& items, WriteOne wr
 absl::Status WriteOpsJson(const OpComparison& ops, const OpsContext& context, OutputFile* sink) {
   std::string out;
   PyJsonWriter w(&out, sink);
+  // One line per trace, row, group and instance: a comparison of multi-gigabyte traces has tens
+  // of thousands of them, and a line each keeps the file small and easy to grep.
+  w.WriteInlineFrom(2);
   w.BeginObject();
   w.Field("schema", "tracefuse.ops/1");
   w.Key("traces");

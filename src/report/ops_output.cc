@@ -16,8 +16,8 @@ absl::Status WriteOpsReport(const OpComparison& ops, const OpsContext& context,
     absl::Status st = file.ok() ? WriteOpsJson(ops, context, &*file) : file.status();
     return st.ok() ? file->Commit() : st;
   }
-  const std::string out = format == "csv" ? OpsCsv(ops, context)
-                                          : OpsText(ops, context, format == "markdown");
+  const std::string out =
+      format == "csv" ? OpsCsv(ops, context) : OpsText(ops, context, format == "markdown");
   return WriteOutput(path, out);
 }
 

@@ -36,8 +36,7 @@ std::string KernelList(const std::vector<OpKernels>& kernels) {
   std::string out;
   for (size_t i = 0; i < kernels.size() && i < kShown; ++i) {
     if (!out.empty()) out += "; ";
-    out += fmt::format("{} x{} {} us", kernels[i].family, kernels[i].count,
-                       Us(kernels[i].time_ns));
+    out += fmt::format("{} x{} {} us", kernels[i].family, kernels[i].count, Us(kernels[i].time_ns));
   }
   if (kernels.size() > kShown) out += fmt::format("; {} more", kernels.size() - kShown);
   return out;
@@ -95,8 +94,8 @@ class OpsPage {
     OpRows("Ops that differ most", [](const OpRow& r) { return r.matched; });
     Instances();
     OpRows("Ops on one side only", [](const OpRow& r) {
-      return !r.matched && (r.sides[Side::kTrace1].instances == 0 ||
-                            r.sides[Side::kTrace2].instances == 0);
+      return !r.matched &&
+             (r.sides[Side::kTrace1].instances == 0 || r.sides[Side::kTrace2].instances == 0);
     });
     Groups();
     return std::move(out_);
@@ -137,14 +136,13 @@ void OpsPage::Header() {
   for (Side s : kSides) Line(TraceLine(s));
   const OpTraceSummary& t1 = ops_.traces[Side::kTrace1];
   const OpTraceSummary& t2 = ops_.traces[Side::kTrace2];
-  Line(fmt::format("{}Top-level ops: {} / {}, {} matched ({:.1f}% / {:.1f}%); steps {} / {}",
-                   markdown_ ? "\n" : "  ", Thousands(t1.top_level_ops),
-                   Thousands(t2.top_level_ops), Thousands(ops_.matched_ops),
-                   Share(static_cast<int64_t>(ops_.matched_ops),
-                         static_cast<int64_t>(t1.top_level_ops)),
-                   Share(static_cast<int64_t>(ops_.matched_ops),
-                         static_cast<int64_t>(t2.top_level_ops)),
-                   t1.steps, t2.steps));
+  Line(fmt::format(
+      "{}Top-level ops: {} / {}, {} matched ({:.1f}% / {:.1f}%); steps {} / {}",
+      markdown_ ? "\n" : "  ", Thousands(t1.top_level_ops), Thousands(t2.top_level_ops),
+      Thousands(ops_.matched_ops),
+      Share(static_cast<int64_t>(ops_.matched_ops), static_cast<int64_t>(t1.top_level_ops)),
+      Share(static_cast<int64_t>(ops_.matched_ops), static_cast<int64_t>(t2.top_level_ops)),
+      t1.steps, t2.steps));
   if (ops_.capped_steps > 0) {
     Line(fmt::format("{}{} step(s) differ too much to align in order: matched op by op",
                      markdown_ ? "\n" : "  ", ops_.capped_steps));
@@ -170,16 +168,17 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
   const std::string& b = Label(Side::kTrace2);
   Heading(fmt::format("{} ({} - {}, kernel time)", title, a, b));
   if (markdown_) {
-    Line(fmt::format("| op | scope | n | {} us | {} us | delta us | ratio | {} kernels | {} "
-                     "kernels |",
-                     a, b, a, b));
+    Line(
+        fmt::format("| op | scope | n | {} us | {} us | delta us | ratio | {} kernels | {} "
+                    "kernels |",
+                    a, b, a, b));
     Line("|---|---|---:|---:|---:|---:|---:|---|---|");
   }
   size_t shown = 0;
   for (const OpRow& row : ops_.ops) {
     // Ops that launched nothing on either side (aten::empty, views) have nothing to compare.
-    if (!keep(row) || (row.sides[Side::kTrace1].time_ns == 0 &&
-                       row.sides[Side::kTrace2].time_ns == 0)) {
+    if (!keep(row) ||
+        (row.sides[Side::kTrace1].time_ns == 0 && row.sides[Side::kTrace2].time_ns == 0)) {
       continue;
     }
     if (shown++ == context_.top) break;
@@ -208,9 +207,8 @@ void OpsPage::Instances() {
   if (ops_.top_instances.empty()) Line(markdown_ ? "(none)" : "  (none)");
   for (const MatchedInstance& m : ops_.top_instances) {
     const std::string step = m.step == kNoStep ? "outside steps" : fmt::format("step {}", m.step);
-    Line(fmt::format("{}{} #{} ({}){}: {} us vs {} us ({} us)", markdown_ ? "- " : "  ",
-                     Code(m.op), m.index, step,
-                     m.scope.empty() ? "" : " under " + ShortScope(m.scope),
+    Line(fmt::format("{}{} #{} ({}){}: {} us vs {} us ({} us)", markdown_ ? "- " : "  ", Code(m.op),
+                     m.index, step, m.scope.empty() ? "" : " under " + ShortScope(m.scope),
                      Us(m.sides[Side::kTrace1].time_ns), Us(m.sides[Side::kTrace2].time_ns),
                      SignedUs(m.delta_ns())));
     for (Side side : kSides) {
@@ -234,10 +232,9 @@ void OpsPage::Groups() {
   auto time = [](const UnmatchedGroup* g) {
     return g->sides[Side::kTrace1].time_ns + g->sides[Side::kTrace2].time_ns;
   };
-  std::stable_sort(groups.begin(), groups.end(), [&](const UnmatchedGroup* x,
-                                                     const UnmatchedGroup* y) {
-    return time(x) > time(y);
-  });
+  std::stable_sort(
+      groups.begin(), groups.end(),
+      [&](const UnmatchedGroup* x, const UnmatchedGroup* y) { return time(x) > time(y); });
   if (groups.size() > context_.top) groups.resize(context_.top);
   if (groups.empty()) Line(markdown_ ? "(none)" : "  (none)");
   for (const UnmatchedGroup* g : groups) {

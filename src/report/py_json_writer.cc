@@ -49,6 +49,10 @@ const char* ShortEscape(unsigned char c) {
   return nullptr;
 }
 
+// IsPlain() says whether Python writes the character as is: printable ASCII but the quote and
+// the backslash.
+bool IsPlain(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+
 }  // namespace
 
 absl::Status PyJsonWriter::MaybeFlush() {
@@ -76,21 +80,25 @@ void PyJsonWriter::Value(double d) {
     *out_ += "null";
     return;
   }
-  std::string repr = fmt::format("{}", d);
-  if (repr.find_first_of(".e") == std::string::npos) repr += ".0";
-  *out_ += repr;
+  char repr[32];
+  const size_t length = fmt::format_to_n(repr, sizeof(repr), "{}", d).size;
+  const std::string_view written(repr, length);
+  out_->append(written);
+  if (written.find_first_of(".e") == std::string_view::npos) *out_ += ".0";
 }
 
 void PyJsonWriter::Open(char bracket) {
   NextItem();
   *out_ += bracket;
-  has_items_.push_back(false);
+  const bool on_one_line =
+      open_.size() >= inline_depth_ || (!open_.empty() && open_.back().on_one_line);
+  open_.push_back(Container{false, on_one_line});
 }
 
 void PyJsonWriter::Close(char bracket) {
-  bool had_items = has_items_.back();
-  has_items_.pop_back();
-  if (had_items) Newline();
+  const Container closed = open_.back();
+  open_.pop_back();
+  if (closed.has_items && !closed.on_one_line) Newline();
   *out_ += bracket;
 }
 
@@ -99,20 +107,31 @@ void PyJsonWriter::NextItem() {
     after_key_ = false;
     return;
   }
-  if (has_items_.empty()) return;
-  if (has_items_.back()) *out_ += ',';
-  has_items_.back() = true;
-  Newline();
+  if (open_.empty()) return;
+  Container& c = open_.back();
+  if (c.on_one_line) {
+    if (c.has_items) *out_ += ", ";
+  } else {
+    if (c.has_items) *out_ += ',';
+    Newline();
+  }
+  c.has_items = true;
 }
 
 void PyJsonWriter::Newline() {
   *out_ += '\n';
-  out_->append(2 * has_items_.size(), ' ');
+  out_->append(2 * open_.size(), ' ');
 }
 
 void PyJsonWriter::String(std::string_view s) {
   *out_ += '"';
   for (size_t i = 0; i < s.size();) {
+    // Runs of characters written as they are, appended at once.
+    size_t plain = i;
+    while (plain < s.size() && IsPlain(static_cast<unsigned char>(s[plain]))) ++plain;
+    out_->append(s.data() + i, plain - i);
+    i = plain;
+    if (i == s.size()) break;
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
       NonAscii(s, &i);

@@ -27,6 +27,10 @@ class PyJsonWriter {
   // Hands what is buffered to the sink once it is large.
   absl::Status MaybeFlush();
 
+  // WriteInlineFrom() writes containers opened inside `depth` others on one line, as
+  // json.dumps(indent=None) writes them: a long list of small objects then takes a line each.
+  void WriteInlineFrom(size_t depth) { inline_depth_ = depth; }
+
   void BeginObject() { Open('{'); }
   void EndObject() { Close('}'); }
   void BeginArray() { Open('['); }
@@ -66,7 +70,13 @@ class PyJsonWriter {
 
   std::string* out_;
   OutputFile* sink_;
-  std::vector<bool> has_items_;  // per open container: whether it has an item yet
+  // Per open container: whether it has an item yet, and whether it is written on one line.
+  struct Container {
+    bool has_items = false;
+    bool on_one_line = false;
+  };
+  std::vector<Container> open_;
+  size_t inline_depth_ = SIZE_MAX;
   bool after_key_ = false;
 };
 
