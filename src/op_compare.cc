@@ -242,6 +242,7 @@ class Comparer {
     }
     t.key.resize(tree.units.size());
     absl::flat_hash_map<uint64_t, uint32_t> key_of;  // (name, scope) in this tree -> key
+    std::pair<size_t, size_t>* step_range = nullptr;
     for (size_t u = 0; u < tree.units.size(); ++u) {
       const OpUnit& unit = tree.units[u];
       auto [known, added] = key_of.try_emplace((uint64_t{unit.name} << 32) | unit.scope, 0);
@@ -251,9 +252,12 @@ class Comparer {
             key_ids_.try_emplace(key, static_cast<uint32_t>(key_ids_.size())).first->second;
       }
       t.key[u] = known->second;
-      auto& range = t.steps[StepKey(unit.step)];
-      if (range.second == 0) range.first = u;
-      range.second = u + 1;
+      // Units come by step: a new entry only where the step changes.
+      if (u == 0 || tree.units[u - 1].step != unit.step) {
+        t.steps[StepKey(unit.step)] = {u, u};
+        step_range = &t.steps[StepKey(unit.step)];
+      }
+      step_range->second = u + 1;
     }
     return t;
   }
@@ -494,6 +498,7 @@ class Comparer {
       s.no_launch_ns = tree.no_launch_ns;
       s.steps = tree.steps.size();
       s.top_level_ops = tree.units.size();
+      s.cpu_events_without_times = tree.cpu_events_without_times;
     }
   }
 

@@ -158,6 +158,7 @@ class Builder {
  public:
   explicit Builder(const TraceProfile& profile) : p_(profile), host_(profile.host) {
     tree_.scopes.push_back(ScopeNode{});
+    tree_.cpu_events_without_times = host_.events_without_times;
   }
 
   OpTree Build() {

@@ -100,7 +100,8 @@ struct OpTraceSummary {
   int64_t launch_only_ns = 0;
   int64_t no_launch_ns = 0;
   uint64_t steps = 0;
-  uint64_t top_level_ops = 0;  // units
+  uint64_t top_level_ops = 0;             // units
+  uint64_t cpu_events_without_times = 0;  // skipped: ts or dur not a number
 };
 
 // OpComparison is CompareOps()'s result.

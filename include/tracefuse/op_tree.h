@@ -94,9 +94,10 @@ struct OpTree {
 
   uint64_t kernels = 0;
   int64_t kernel_time_ns = 0;
-  int64_t linked_ns = 0;       // under an op or annotation
-  int64_t launch_only_ns = 0;  // under a launch that no op or annotation encloses
-  int64_t no_launch_ns = 0;    // no runtime call carries the kernel's correlation id
+  int64_t linked_ns = 0;                  // under an op or annotation
+  int64_t launch_only_ns = 0;             // under a launch that no op or annotation encloses
+  int64_t no_launch_ns = 0;               // no runtime call carries the kernel's correlation id
+  uint64_t cpu_events_without_times = 0;  // CPU events skipped: ts or dur not a number
 
   // ScopePath() is the scope's module names, outermost first, joined by '/'.
   std::string ScopePath(uint32_t scope) const;

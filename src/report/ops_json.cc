@@ -53,6 +53,7 @@ void TraceJson(const OpTraceSummary& s, const TraceProfile& p, const std::string
   w->Field("no_launch_kernel_time_us", Micros(s.no_launch_ns));
   w->Field("steps", s.steps);
   w->Field("top_level_ops", s.top_level_ops);
+  w->Field("cpu_events_without_times", s.cpu_events_without_times);
   w->EndObject();
 }
 

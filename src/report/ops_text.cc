@@ -157,9 +157,13 @@ std::string OpsPage::TraceLine(Side side) const {
       "launch",
       Share(s.linked_ns, s.kernel_time_ns), Share(s.launch_only_ns, s.kernel_time_ns),
       Share(s.no_launch_ns, s.kernel_time_ns));
-  return fmt::format("{}{}: {} [{}], {} kernels, {:.3f} ms kernel time; {}  ({})",
+  const std::string skipped = s.cpu_events_without_times == 0
+                                  ? ""
+                                  : fmt::format("; {} CPU events skipped (ts or dur not a number)",
+                                                Thousands(s.cpu_events_without_times));
+  return fmt::format("{}{}: {} [{}], {} kernels, {:.3f} ms kernel time; {}{}  ({})",
                      markdown_ ? "- " : "  ", Label(side), GpuText(p), PlatformName(p.platform),
-                     Thousands(s.kernels), Millis(s.kernel_time_ns), linked, Code(p.path));
+                     Thousands(s.kernels), Millis(s.kernel_time_ns), linked, skipped, Code(p.path));
 }
 
 template <typename Keep>

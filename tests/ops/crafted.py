@@ -9,7 +9,8 @@ what `tracefuse ops` reports for them, beyond the oracle's agreement (check_orac
 - a launch under a user annotation only (a torch.compile region), a driver-API launch;
 - an annotation and a cpu_op with the same start and duration (the annotation encloses);
 - a launch at the very start of its op; a second thread with string tids;
-- a kernel whose correlation id no launch carries, and one with none ("[no CPU op]").
+- a kernel whose correlation id no launch carries, and one with none ("[no CPU op]");
+- CPU ops whose ts or dur is not a number (skipped, counted).
 
 usage: crafted.py TRACEFUSE OUTDIR
 """
@@ -75,6 +76,8 @@ def trace_a():
         x("cpu_op", "aten::add", 140.25, 30, tid="2"),
         x("cpu_op", "aten::copy_", 2000, 100),
         x("cpu_op", "aten::empty", 2200, 10),
+        x("cpu_op", "aten::ghost", "soon", 5),  # skipped and counted: no time to nest it by
+        x("cpu_op", "aten::ghost", 2300, None),
     ]
     return {"schemaVersion": 1, "deviceProperties": [{"name": "AMD Instinct MI300X"}],
             "roctracer_version": 4, "traceEvents": gpu + cpu}
@@ -130,6 +133,7 @@ def families(side):
 def check(report):
     t1, t2 = report["traces"]
     assert (t1["steps"], t2["steps"]) == (1, 1), (t1["steps"], t2["steps"])
+    assert (t1["cpu_events_without_times"], t2["cpu_events_without_times"]) == (2, 0)
     # Kernel before its launch, External id pointing at aten::relu: still aten::linear's.
     linear = row(report, "aten::linear", "Model/Linear")
     assert families(linear["trace1"]) == [("Cijk_Alik_Bljk_HB_MT#x#x#_MI#x#x#", 1)], linear
