@@ -35,6 +35,29 @@ std::string RatioText(double ratio);
 // CsvNumber() is a number in full precision (shortest round trip), "inf" for an infinite ratio.
 std::string CsvNumber(double v);
 
+// Page is a text or markdown report being laid out: the two formats share every line and differ
+// in markup only. The pages of each command's report derive from it.
+class Page {
+ protected:
+  explicit Page(bool markdown) : markdown_(markdown) {}
+
+  void Line(const std::string& line) {
+    out_ += line;
+    out_ += '\n';
+  }
+  // A section title after a blank line: "## title" in markdown, else the title underlined.
+  void Heading(const std::string& title) {
+    Line("");
+    Line(markdown_ ? "## " + title : title);
+    if (!markdown_) Line(std::string(title.size(), '-'));
+  }
+  // How a list item starts: a bullet in markdown, `indent` in text.
+  std::string Bullet(const char* indent) const { return markdown_ ? "- " : indent; }
+
+  const bool markdown_;
+  std::string out_;
+};
+
 // CsvField() quotes a field as RFC 4180 wants: when it holds a separator, a quote or a line
 // break, with quotes doubled. Kernel names hold commas.
 std::string CsvField(const std::string& field);

@@ -29,9 +29,9 @@ TypeCells TypeRowCells(const FusionTypeRow& row) {
 
 // FusionPage lays a FusionView out as the text or the markdown report, section by section: the
 // two formats share every line and differ in markup only.
-class FusionPage {
+class FusionPage : Page {
  public:
-  FusionPage(const FusionView& view, bool markdown) : view_(view), markdown_(markdown) {}
+  FusionPage(const FusionView& view, bool markdown) : Page(markdown), view_(view) {}
 
   std::string Render() && {
     Header();
@@ -54,23 +54,9 @@ class FusionPage {
   void Mappings();
   void MappingBlockLines(const MappingBlock& block);
 
-  void Line(const std::string& line) {
-    out_ += line;
-    out_ += '\n';
-  }
-  // A section title after a blank line: "## title" in markdown, else the title underlined.
-  void Heading(const std::string& title) {
-    Line("");
-    Line(markdown_ ? "## " + title : title);
-    if (!markdown_) Line(std::string(title.size(), '-'));
-  }
-  // How a list item starts: a bullet in markdown, `indent` in text.
-  std::string Bullet(const char* indent) const { return markdown_ ? "- " : indent; }
   const std::string& Label(Side side) const { return view_.sides[side].label; }
 
   const FusionView& view_;
-  const bool markdown_;
-  std::string out_;
   size_t type_width_ = 0;                         // text: the kernel-type column
   std::array<size_t, kTypeColumns> widths_ = {};  // text: the columns after it
 };

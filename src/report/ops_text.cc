@@ -84,10 +84,10 @@ std::string AlignedTypes(const std::vector<std::string>& a, const std::vector<st
 }
 
 // OpsPage lays an OpComparison out as the text or the markdown report, section by section.
-class OpsPage {
+class OpsPage : Page {
  public:
   OpsPage(const OpComparison& ops, const OpsContext& context, bool markdown)
-      : ops_(ops), context_(context), markdown_(markdown) {}
+      : Page(markdown), ops_(ops), context_(context) {}
 
   std::string Render() && {
     Header();
@@ -109,22 +109,13 @@ class OpsPage {
   void Instances();
   void Groups();
 
-  void Line(const std::string& line) {
-    out_ += line;
-    out_ += '\n';
-  }
-  void Heading(const std::string& title) {
-    Line("");
-    Line(markdown_ ? "## " + title : title);
-    if (!markdown_) Line(std::string(title.size(), '-'));
-  }
   std::string Code(const std::string& s) const { return markdown_ ? "`" + s + "`" : s; }
+  // How an item under an item starts.
+  std::string SubBullet() const { return markdown_ ? "  - " : "      "; }
   const std::string& Label(Side side) const { return context_.labels[side]; }
 
   const OpComparison& ops_;
   const OpsContext& context_;
-  const bool markdown_;
-  std::string out_;
 };
 
 void OpsPage::Header() {
@@ -161,9 +152,9 @@ std::string OpsPage::TraceLine(Side side) const {
                                   ? ""
                                   : fmt::format("; {} CPU events skipped (ts or dur not a number)",
                                                 Thousands(s.cpu_events_without_times));
-  return fmt::format("{}{}: {} [{}], {} kernels, {:.3f} ms kernel time; {}{}  ({})",
-                     markdown_ ? "- " : "  ", Label(side), GpuText(p), PlatformName(p.platform),
-                     Thousands(s.kernels), Millis(s.kernel_time_ns), linked, skipped, Code(p.path));
+  return fmt::format("{}{}: {} [{}], {} kernels, {:.3f} ms kernel time; {}{}  ({})", Bullet("  "),
+                     Label(side), GpuText(p), PlatformName(p.platform), Thousands(s.kernels),
+                     Millis(s.kernel_time_ns), linked, skipped, Code(p.path));
 }
 
 template <typename Keep>
@@ -211,17 +202,17 @@ void OpsPage::Instances() {
   if (ops_.top_instances.empty()) Line(markdown_ ? "(none)" : "  (none)");
   for (const MatchedInstance& m : ops_.top_instances) {
     const std::string step = m.step == kNoStep ? "outside steps" : fmt::format("step {}", m.step);
-    Line(fmt::format("{}{} #{} ({}){}: {} us vs {} us ({} us)", markdown_ ? "- " : "  ", Code(m.op),
-                     m.index, step, m.scope.empty() ? "" : " under " + ShortScope(m.scope),
+    Line(fmt::format("{}{} #{} ({}){}: {} us vs {} us ({} us)", Bullet("  "), Code(m.op), m.index,
+                     step, m.scope.empty() ? "" : " under " + ShortScope(m.scope),
                      Us(m.sides[Side::kTrace1].time_ns), Us(m.sides[Side::kTrace2].time_ns),
                      SignedUs(m.delta_ns())));
     for (Side side : kSides) {
-      Line(fmt::format("{}{}{}: {}", markdown_ ? "  - " : "      ", Label(side),
+      Line(fmt::format("{}{}{}: {}", SubBullet(), Label(side),
                        m.graph[side] ? " (graph replay)" : "", KernelList(m.sides[side].kernels)));
     }
     const auto& types = m.types;
     if (!types[Side::kTrace1].empty() && !types[Side::kTrace2].empty()) {
-      Line(fmt::format("{}kernel types: {}", markdown_ ? "  - " : "      ",
+      Line(fmt::format("{}kernel types: {}", SubBullet(),
                        AlignedTypes(types[Side::kTrace1], types[Side::kTrace2],
                                     Label(Side::kTrace1), Label(Side::kTrace2))));
     }
@@ -252,7 +243,7 @@ void OpsPage::Groups() {
       sides += fmt::format("{}{} [{}] {} us", side == Side::kTrace1 ? "" : " | ", Label(side),
                            names, Us(g->sides[side].time_ns));
     }
-    Line(fmt::format("{}{}{}: {}", markdown_ ? "- " : "  ",
+    Line(fmt::format("{}{}{}: {}", Bullet("  "),
                      g->step == kNoStep ? "outside steps" : fmt::format("step {}", g->step),
                      g->scope.empty() ? "" : " under " + ShortScope(g->scope), sides));
   }
