@@ -39,6 +39,27 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// MangledName() reads the name of an Itanium-mangled symbol ("_ZN5aiter6kernelIfEEvPT_" ->
+// "aiter::kernel", "_Z6kernelPf" -> "kernel"): its source names up to the first thing that is not
+// one (template arguments, a parameter list). Empty when `s` is not such a symbol.
+std::string MangledName(std::string_view s) {
+  if (s.substr(0, 2) != "_Z") return "";
+  size_t i = 2;
+  const bool nested = i < s.size() && s[i] == 'N';
+  if (nested) ++i;
+  std::string name;
+  while (i < s.size() && IsDigit(s[i])) {
+    size_t length = 0;
+    while (i < s.size() && IsDigit(s[i])) length = length * 10 + static_cast<size_t>(s[i++] - '0');
+    if (length == 0 || length > s.size() - i) return "";
+    if (!name.empty()) name += "::";
+    name.append(s.substr(i, length));
+    i += length;
+    if (!nested) break;
+  }
+  return name;
+}
+
 }  // namespace
 
 std::string NormalizeOpName(std::string_view name) {
@@ -73,6 +94,7 @@ std::string KernelFamily(std::string_view name) {
     name.remove_prefix(at + kAnonymous.size());
   }
   plain.append(name);
+  if (std::string demangled = MangledName(plain); !demangled.empty()) plain = demangled;
   std::string_view s = plain;
   if (s.substr(0, 5) == "void ") s.remove_prefix(5);
   const size_t bracket = s.find('<');

@@ -33,7 +33,8 @@ std::string NormalizeOpName(std::string_view name);
 
 // KernelFamily() folds kernel names that differ only in tiles, types or arguments: no `void `,
 // no signature, no template arguments, digit runs as '#', at most 64 bytes. A generic wrapper
-// (cutlass::Kernel2<K>, cutlass::device_kernel<K>) is named by its first template argument.
+// (cutlass::Kernel2<K>, cutlass::device_kernel<K>) is named by its first template argument; a
+// mangled name (_ZN5aiter6kernelI...) by its source names (aiter::kernel).
 std::string KernelFamily(std::string_view name);
 
 // LaunchUnitName() names the unit of a launch no CPU op encloses, from its runtime call:

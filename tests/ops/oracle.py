@@ -61,6 +61,7 @@ def family(name):
     """Kernel names folded by family: no signature or template arguments, digits as #; a generic
     wrapper (cutlass::Kernel2<K>, device_kernel<K>) is named by its first template argument."""
     name = name.replace("(anonymous namespace)::", "")
+    name = mangled_name(name) or name
     if name.startswith("void "):
         name = name[5:]
     base, bracket, rest = name.partition("<")
@@ -70,6 +71,28 @@ def family(name):
         if argument:
             base = argument
     return re.sub(r"\d+", "#", base)[:64]
+
+
+def mangled_name(symbol):
+    """The source names of an Itanium-mangled symbol, "::"-joined, up to the first thing that is
+    not one: "_ZN5aiter6kernelIfEEv" -> "aiter::kernel"; "" for anything else."""
+    m = re.match(r"_Z(N?)", symbol)
+    if not m:
+        return ""
+    i, parts = m.end(), []
+    while True:
+        d = re.match(r"\d+", symbol[i:])
+        if not d:
+            break
+        length = int(d.group())
+        i += d.end()
+        if length == 0 or length > len(symbol) - i:
+            return ""
+        parts.append(symbol[i:i + length])
+        i += length
+        if not m.group(1):
+            break
+    return "::".join(parts)
 
 
 class Trace:
