@@ -147,6 +147,15 @@ namespace {
 
 constexpr uint32_t kNone = kNoUnit;
 
+// EndOf() is where an op ends, saturated: times come from the trace, and a hostile one may put
+// both near the limit.
+int64_t EndOf(const HostOp& op) {
+  int64_t end;
+  if (__builtin_add_overflow(op.ts_ns, op.dur_ns, &end))
+    return op.dur_ns > 0 ? INT64_MAX : INT64_MIN;
+  return end;
+}
+
 // SortRuns() sorts `v` by merging its ascending runs when it has few: traces list each thread's
 // CPU events in time order, and units come as op units then launch units, so a sort usually
 // costs a pass or a few merges rather than n log n comparisons.
@@ -236,7 +245,7 @@ class Builder {
       thread = t;
     };
     auto close_before = [&](int64_t ts) {
-      while (!stack.empty() && ops[stack.back()].ts_ns + ops[stack.back()].dur_ns <= ts) {
+      while (!stack.empty() && EndOf(ops[stack.back()]) <= ts) {
         stack.pop_back();
       }
     };
@@ -313,7 +322,7 @@ class Builder {
     for (uint32_t i = 0; i < host_.ops.size(); ++i) {
       const HostOp& op = host_.ops[i];
       if (op.kind != HostOpKind::kStep || nesting_[i].inside_step) continue;
-      tree_.steps.push_back(StepSpan{op.ts_ns, op.ts_ns + op.dur_ns, op.position});
+      tree_.steps.push_back(StepSpan{op.ts_ns, EndOf(op), op.position});
     }
     std::sort(tree_.steps.begin(), tree_.steps.end(), [](const StepSpan& a, const StepSpan& b) {
       if (a.ts_ns != b.ts_ns) return a.ts_ns < b.ts_ns;
