@@ -231,15 +231,16 @@ TEST(OpTree, KernelFamilyFoldsTilesTypesAndArguments) {
   EXPECT_EQ(KernelFamily("void cutlass::device_kernel<flash::FlashAttnFwdSm90<Traits, 1>>(P)"),
             "flash::FlashAttnFwdSm#");
   EXPECT_EQ(KernelFamily("triton_poi_fused_add_0"), "triton_poi_fused_add_#");
-  EXPECT_EQ(KernelFamily("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb0ELb0ELb1ELi1EEEv"
-                         "PT0_PT_PfS4_S4_S4_diiiiiiib"),
-            "aiter::add_rmsnorm_quant_kernel");
+  EXPECT_EQ(
+      KernelFamily("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb0ELb0ELb1ELi1EEEv"
+                   "PT0_PT_PfS4_S4_S4_diiiiiiib"),
+      "aiter::add_rmsnorm_quant_kernel");
   EXPECT_EQ(KernelFamily("_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EX"
                          "adL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i"),
             "sgl_hip::activation::act_and_mul_kernel");
   EXPECT_EQ(KernelFamily("_Z14paged_attnv2_kPfS_"), "paged_attnv#_k");
   EXPECT_EQ(KernelFamily("_ZN3foo3barC2Ev"), "foo::bar");
-  EXPECT_EQ(KernelFamily("_ZN99tooshort"), "_ZN#tooshort");  // not a mangled name after all
+  EXPECT_EQ(KernelFamily("_ZN99tooshort"), "_ZN#tooshort");         // not a mangled name after all
   EXPECT_EQ(KernelFamily("void my::Kernel<>(int)"), "my::Kernel");  // no argument to name it by
   EXPECT_EQ(KernelFamily(std::string(100, 'k')), std::string(64, 'k'));
 }
