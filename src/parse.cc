@@ -153,6 +153,7 @@ void ParsedChunk::Clear() {
   host.Clear();
   categories.clear();
   kernels_with_bad_times = 0;
+  kernels_without_name = 0;
   host_events_without_times = 0;
   evidence = EventEvidence();
 }
@@ -281,6 +282,7 @@ struct ChunkParser::Impl {
     KernelEvent& k = f->kernel;
     k.ts_ns = ts.value_or(0);
     k.dur_ns = dur.value_or(0);
+    if (!f->have_name) ++out->kernels_without_name;
     k.name = LocalName(f->name, out);
     if (k.flags & KernelEvent::kHasKind) ++out->evidence.kernels_with_kind;
     out->kernels.push_back(k);

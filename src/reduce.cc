@@ -140,6 +140,7 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary
   ConsumeHost(chunk, p.events);
   p.events += chunk.events;
   p.kernels_with_bad_times += chunk.kernels_with_bad_times;
+  p.kernels_without_name += chunk.kernels_without_name;
   p.kernel_count += chunk.kernels.size();
   p.kernels_without_correlation += summary.kernels_without_correlation;
   p.evidence.Add(chunk.evidence);

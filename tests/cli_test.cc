@@ -111,6 +111,40 @@ TEST(Cli, StatsOnAGeneratedTrace) {
       << text.out;
 }
 
+// Kernel events with a field missing or of the wrong type are kept and counted, per reason, in
+// stats (text and JSON) and in compare's "tracefuse" block: nothing disappears silently.
+TEST(Cli, KernelsWithMissingOrWrongFieldsAreCountedPerReason) {
+  testing::TempDir dir;
+  const std::string trace = dir.File("odd.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "good", "ts": 1, "dur": 2, "args": {"correlation": 7}},
+    {"ph": "X", "cat": "kernel", "ts": 3, "dur": 1, "args": {"correlation": 8}},
+    {"ph": "X", "cat": "kernel", "name": 42, "ts": 4, "dur": 1, "args": {"correlation": 9}},
+    {"ph": "X", "cat": "kernel", "name": "late", "ts": "soon", "dur": null,
+     "args": {"correlation": 10}},
+    {"ph": "X", "cat": "kernel", "name": "loose", "ts": 6, "dur": 1, "args": {"correlation": "x"}},
+    {"ph": "X", "cat": "kernel", "name": "bare", "ts": 7, "dur": 1}
+  ]})");
+  RunResult r = RunCommand(Bin() + " stats " + trace + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["kernels"], 6);
+  EXPECT_EQ(j["kernels_without_name"], 2);
+  EXPECT_EQ(j["kernels_with_bad_times"], 1);
+  EXPECT_EQ(j["kernels_without_correlation"], 2);
+  r = RunCommand(Bin() + " stats " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nkernels w/o correlation    2\nkernels without a name     2\n"
+                       "kernels with bad ts/dur    1\n"),
+            std::string::npos)
+      << r.out;
+  r = RunCommand(Bin() + " compare " + trace + " " + trace + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json t = nlohmann::json::parse(r.out)["tracefuse"]["traces"][1];
+  EXPECT_EQ(t["kernels_without_name"], 2);
+  EXPECT_EQ(t["kernels_with_bad_times"], 1);
+  EXPECT_EQ(t["kernels_without_correlation"], 2);
+}
+
 // The generator's layouts differ only in whitespace: the same document, token for token and key
 // for key, and the same stats and compare reports but for what measures the file or the run.
 TEST(Cli, EveryGeneratorLayoutGivesTheSameDocumentStatsAndCompare) {

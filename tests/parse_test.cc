@@ -104,6 +104,7 @@ TEST(ChunkParser, ExtractsKernelFieldsInAnyKeyOrder) {
   EXPECT_EQ(out.kernels[1].flags, 0);  // args: null
   EXPECT_EQ(out.kernels[2].correlation, 5);
   EXPECT_EQ(out.kernels_with_bad_times, 1u);
+  EXPECT_EQ(out.kernels_without_name, 0u);
   EXPECT_EQ(out.evidence.kernels_with_kind, 1u);
   EXPECT_EQ(out.evidence.hip_runtime_calls, 1u);
   std::vector<std::pair<std::string, uint64_t>> cats = {

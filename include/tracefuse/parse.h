@@ -143,6 +143,8 @@ struct ParsedChunk {
   std::vector<std::pair<std::string, uint64_t>> categories;
   // Kernel events whose ts or dur was missing or not a number (counted, taken as 0).
   uint64_t kernels_with_bad_times = 0;
+  // Kernel events whose name was missing or not a string (counted, kept with the name "").
+  uint64_t kernels_without_name = 0;
   EventEvidence evidence;
   HostActivity host;  // empty unless ParseOptions::host_activity
   // Host events (ops, annotations, module frames, runtime calls) whose ts or dur was missing or

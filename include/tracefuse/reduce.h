@@ -224,7 +224,8 @@ struct TraceProfile {
   uint64_t events = 0;
   std::vector<std::pair<std::string, uint64_t>> event_categories;  // by count, descending
   EventEvidence evidence;
-  uint64_t kernels_with_bad_times = 0;
+  uint64_t kernels_with_bad_times = 0;  // counted, taken as zero-length
+  uint64_t kernels_without_name = 0;    // counted, kept with the name ""
 
   std::shared_ptr<const Classifier> classifier;
   std::vector<std::string> names;

@@ -122,6 +122,10 @@ void TraceJson(Side s, const FusionSide& side, const std::vector<FusionTypeRow>&
   w->Field("bytes", p.input_bytes);
   w->Field("file_bytes", p.file_bytes);
   w->Field("kernels", p.kernel_count);
+  // Kernels read with a field missing or of the wrong type: counted, never dropped silently.
+  w->Field("kernels_without_correlation", p.kernels_without_correlation);
+  w->Field("kernels_with_bad_times", p.kernels_with_bad_times);
+  w->Field("kernels_without_name", p.kernels_without_name);
   w->Field("kernel_time_us", MillisAsMicros(side.kernel_time_ns));
   w->Key("kernel_time_us_by_category");
   w->BeginObject();

@@ -67,6 +67,7 @@ Json StatsJson(const TraceProfile& p, double elapsed) {
   j["correlation_groups_50_plus"] = p.GroupsAtLeast(kDefaultMinGroupSize);
   j["kernels_without_correlation"] = p.kernels_without_correlation;
   j["kernels_with_bad_times"] = p.kernels_with_bad_times;
+  j["kernels_without_name"] = p.kernels_without_name;
   j["rule_set"] = p.classifier->rule_set().name();
   j["categories"] = CategoriesJson(p);
   j["elapsed_seconds"] = elapsed;
@@ -97,6 +98,9 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
        fmt::format("{} ({} with >= {} kernels)", Thousands(p.group_size.size()),
                    Thousands(p.GroupsAtLeast(kDefaultMinGroupSize)), kDefaultMinGroupSize));
   line("kernels w/o correlation", Thousands(p.kernels_without_correlation));
+  if (p.kernels_without_name > 0) {
+    line("kernels without a name", Thousands(p.kernels_without_name));
+  }
   if (p.kernels_with_bad_times > 0) {
     line("kernels with bad ts/dur", Thousands(p.kernels_with_bad_times));
   }
