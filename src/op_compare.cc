@@ -97,6 +97,16 @@ class Differ {
 
 Matches MyersMatches(const Sequence& a, const Sequence& b) { return Differ(a, b).Run(); }
 
+int64_t TimeDelta(const PerSide<OpSide>& sides) {
+  return sides[Side::kTrace1].time_ns - sides[Side::kTrace2].time_ns;
+}
+
+std::optional<double> TimeRatio(const PerSide<OpSide>& sides) {
+  const int64_t below = sides[Side::kTrace2].time_ns;
+  if (below == 0) return std::nullopt;
+  return static_cast<double>(sides[Side::kTrace1].time_ns) / static_cast<double>(below);
+}
+
 bool EditDistanceExceeds(const Sequence& a, const Sequence& b, uint32_t cap) {
   const int64_t n = static_cast<int64_t>(a.size()), m = static_cast<int64_t>(b.size());
   const int64_t limit = std::min<int64_t>(cap, n + m);  // no script is longer than n + m

@@ -60,6 +60,10 @@ std::string MangledName(std::string_view s) {
   return name;
 }
 
+// IsGraphLaunch() says whether a runtime call replays a CUDA/HIP graph (cudaGraphLaunch,
+// hipGraphLaunch): every kernel of the replay carries its correlation id.
+bool IsGraphLaunch(std::string_view call) { return call.find("Graph") != std::string_view::npos; }
+
 }  // namespace
 
 std::string NormalizeOpName(std::string_view name) {
@@ -119,7 +123,7 @@ std::string KernelFamily(std::string_view name) {
 }
 
 std::string_view LaunchUnitName(std::string_view call) {
-  if (call.find("Graph") != std::string_view::npos) return "[graph launch]";
+  if (IsGraphLaunch(call)) return "[graph launch]";
   if (call.find("Memcpy") != std::string_view::npos) return "[memcpy]";
   if (call.find("Memset") != std::string_view::npos) return "[memset]";
   return "[kernel launch]";
@@ -447,8 +451,7 @@ class Builder {
       auto [unit, linked] = UnitOfCall(it->second);
       group_link[g] = Link{unit, linked};
       tree_.group_unit[g] = unit;
-      const std::string& call = host_.names[host_.calls[it->second].name];
-      if (call.find("Graph") != std::string::npos) tree_.units[unit].graph = true;
+      if (IsGraphLaunch(host_.names[host_.calls[it->second].name])) tree_.units[unit].graph = true;
     }
     std::vector<uint32_t> family_of_name(p_.names.size());
     for (size_t n = 0; n < p_.names.size(); ++n) family_of_name[n] = Family(p_.names[n]);

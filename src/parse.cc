@@ -53,10 +53,6 @@ bool ReadInteger(od::value v, int64_t* out) {
   return false;
 }
 
-}  // namespace
-
-namespace {
-
 // FastMicrosToNanos() converts the common form, "[-]D{1,15}[.D{0,3}]", with no overflow checks
 // (15 integer digits stay below INT64_MAX / 1000); nullopt for anything else, which the general
 // path then takes. Every kernel and CPU op has two such numbers.
@@ -261,24 +257,32 @@ struct ChunkParser::Impl {
                                              simdjson::error_message(err)));
   }
 
+  // ReadTimes() converts an event's ts and dur to nanoseconds, nullopt for one that is missing
+  // or not a number. On-Demand hands out raw tokens unvalidated: a malformed number (as opposed
+  // to a value of another type, a string or null, which the caller counts) is an error.
+  absl::Status ReadTimes(const EventChunk& chunk, size_t len, const EventFields& f,
+                         const std::string& display_name, std::optional<int64_t>* ts,
+                         std::optional<int64_t>* dur) const {
+    *ts = MicrosToNanos(f.ts_raw);
+    *dur = MicrosToNanos(f.dur_raw);
+    for (auto [raw, value] : {std::pair{f.ts_raw, *ts}, std::pair{f.dur_raw, *dur}}) {
+      if (!value && !raw.empty() && !IsNonNumericJsonValue(raw)) {
+        return absl::InvalidArgumentError(
+            StrCat(display_name, ": malformed JSON at byte ", Offset(chunk, len, raw.data()),
+                   ": invalid number '", TrimRight(raw.substr(0, 32)), "'"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // AddKernel() records a kernel event: its times as integer nanoseconds and its name, interned
   // per chunk.
   absl::Status AddKernel(const EventChunk& chunk, size_t len, EventFields* f,
                          const std::string& display_name, ParsedChunk* out) {
-    std::optional<int64_t> ts = MicrosToNanos(f->ts_raw);
-    std::optional<int64_t> dur = MicrosToNanos(f->dur_raw);
-    if (!ts || !dur) {
-      // On-Demand hands out raw tokens unvalidated: tell a malformed number from a value of
-      // another type (a string, null), which is counted, not fatal.
-      for (std::string_view raw : {f->ts_raw, f->dur_raw}) {
-        if (!raw.empty() && !MicrosToNanos(raw) && !IsNonNumericJsonValue(raw)) {
-          return absl::InvalidArgumentError(
-              StrCat(display_name, ": malformed JSON at byte ", Offset(chunk, len, raw.data()),
-                     ": invalid number '", TrimRight(raw.substr(0, 32)), "'"));
-        }
-      }
-      ++out->kernels_with_bad_times;
-    }
+    std::optional<int64_t> ts, dur;
+    absl::Status read = ReadTimes(chunk, len, *f, display_name, &ts, &dur);
+    if (!read.ok()) return read;
+    if (!ts || !dur) ++out->kernels_with_bad_times;
     KernelEvent& k = f->kernel;
     k.ts_ns = ts.value_or(0);
     k.dur_ns = dur.value_or(0);
@@ -301,15 +305,9 @@ struct ChunkParser::Impl {
     const bool call =
         !kind && (f.kernel.flags & KernelEvent::kHasCorrelation) && IsLaunchCategory(f.cat);
     if (!kind && !call) return absl::OkStatus();
-    std::optional<int64_t> ts = MicrosToNanos(f.ts_raw);
-    std::optional<int64_t> dur = MicrosToNanos(f.dur_raw);
-    for (std::string_view raw : {f.ts_raw, f.dur_raw}) {
-      if (!raw.empty() && !MicrosToNanos(raw) && !IsNonNumericJsonValue(raw)) {
-        return absl::InvalidArgumentError(
-            StrCat(display_name, ": malformed JSON at byte ", Offset(chunk, len, raw.data()),
-                   ": invalid number '", TrimRight(raw.substr(0, 32)), "'"));
-      }
-    }
+    std::optional<int64_t> ts, dur;
+    absl::Status read = ReadTimes(chunk, len, f, display_name, &ts, &dur);
+    if (!read.ok()) return read;
     if (!ts || (kind && !dur)) {
       ++out->host_events_without_times;
       return absl::OkStatus();

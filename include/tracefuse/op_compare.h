@@ -12,6 +12,7 @@
 #define TRACEFUSE_OP_COMPARE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +52,11 @@ struct OpSide {
   int64_t time_ns = 0;
 };
 
+// TimeDelta() is trace 1's kernel time minus trace 2's; TimeRatio() is trace 1's over trace 2's,
+// nullopt when trace 2 has none.
+int64_t TimeDelta(const PerSide<OpSide>& sides);
+std::optional<double> TimeRatio(const PerSide<OpSide>& sides);
+
 // OpRow aggregates the units of one (op, scope), matched or not. For a matched row `instances`
 // counts the pairs; for an unmatched one, the units of both sides.
 struct OpRow {
@@ -60,7 +66,7 @@ struct OpRow {
   uint64_t instances = 0;
   PerSide<OpSide> sides;
 
-  int64_t delta_ns() const { return sides[Side::kTrace1].time_ns - sides[Side::kTrace2].time_ns; }
+  int64_t delta_ns() const { return TimeDelta(sides); }
 };
 
 // UnmatchedGroup is one unmatched stretch between two matched units (or, past the edit cap, the
@@ -71,6 +77,8 @@ struct UnmatchedGroup {
   PerSide<OpSide> sides;
   PerSide<std::vector<std::string>> ops;  // the first kGroupOpNames op names of each side
   PerSide<uint64_t> op_count{};
+
+  int64_t delta_ns() const { return TimeDelta(sides); }
 
   static constexpr size_t kGroupOpNames = 50;
 };
@@ -89,7 +97,7 @@ struct MatchedInstance {
   // does not keep the kernel records); empty for other units.
   PerSide<std::vector<std::string>> types;
 
-  int64_t delta_ns() const { return sides[Side::kTrace1].time_ns - sides[Side::kTrace2].time_ns; }
+  int64_t delta_ns() const { return TimeDelta(sides); }
 };
 
 // OpTraceSummary is what one trace's linking found.

@@ -17,9 +17,8 @@ std::string FusionFormatExtension(const std::string& format) {
 absl::Status WriteFusionReport(const FusionReport& report, const CompareContext& context,
                                const std::string& format, const std::string& path) {
   if (format == "json") {
-    absl::StatusOr<OutputFile> file = OutputFile::Open(path);
-    absl::Status st = file.ok() ? WriteFusionJson(report, context, &*file) : file.status();
-    return st.ok() ? file->Commit() : st;
+    return WriteStreamedOutput(
+        path, [&](OutputFile* out) { return WriteFusionJson(report, context, out); });
   }
   const std::string out = format == "csv" ? FusionCsv(report, context)
                                           : FusionText(report, context, format == "markdown");

@@ -25,8 +25,8 @@ std::string OpsCsv(const OpComparison& ops, const OpsContext&) {
   for (const OpRow& row : ops.ops) {
     const OpSide& a = row.sides[Side::kTrace1];
     const OpSide& b = row.sides[Side::kTrace2];
-    const std::string ratio =
-        b.time_ns == 0 ? "" : CsvNumber(static_cast<double>(a.time_ns) / b.time_ns);
+    const std::optional<double> r = TimeRatio(row.sides);
+    const std::string ratio = r ? CsvNumber(*r) : "";
     out +=
         StrCat(CsvField(row.op), ",", CsvField(row.scope), ",", row.matched ? "true" : "false", ",",
                row.instances, ",", a.instances, ",", CsvNumber(Micros(a.time_ns)), ",", b.instances,

@@ -71,11 +71,10 @@ void RowJson(const OpRow& row, PyJsonWriter* w) {
   }
   w->Field("delta_us", Micros(row.delta_ns()));
   w->Key("ratio");  // trace 1's time over trace 2's; null when trace 2 has none
-  const int64_t below = row.sides[Side::kTrace2].time_ns;
-  if (below == 0) {
-    w->Null();
+  if (const std::optional<double> ratio = TimeRatio(row.sides)) {
+    w->Value(*ratio);
   } else {
-    w->Value(static_cast<double>(row.sides[Side::kTrace1].time_ns) / static_cast<double>(below));
+    w->Null();
   }
   w->EndObject();
 }
@@ -95,7 +94,7 @@ void GroupJson(const UnmatchedGroup& g, PyJsonWriter* w) {
     w->EndArray();
     w->EndObject();
   }
-  w->Field("delta_us", Micros(g.sides[Side::kTrace1].time_ns - g.sides[Side::kTrace2].time_ns));
+  w->Field("delta_us", Micros(g.delta_ns()));
   w->EndObject();
 }
 

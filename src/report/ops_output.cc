@@ -12,9 +12,8 @@ const std::vector<std::string>& OpsFormats() {
 absl::Status WriteOpsReport(const OpComparison& ops, const OpsContext& context,
                             const std::string& format, const std::string& path) {
   if (format == "json") {
-    absl::StatusOr<OutputFile> file = OutputFile::Open(path);
-    absl::Status st = file.ok() ? WriteOpsJson(ops, context, &*file) : file.status();
-    return st.ok() ? file->Commit() : st;
+    return WriteStreamedOutput(path,
+                               [&](OutputFile* out) { return WriteOpsJson(ops, context, out); });
   }
   const std::string out =
       format == "csv" ? OpsCsv(ops, context) : OpsText(ops, context, format == "markdown");

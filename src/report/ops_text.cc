@@ -179,8 +179,8 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
     if (shown++ == context_.top) break;
     const OpSide& x = row.sides[Side::kTrace1];
     const OpSide& y = row.sides[Side::kTrace2];
-    const std::string ratio =
-        y.time_ns == 0 ? "-" : RatioText(static_cast<double>(x.time_ns) / y.time_ns);
+    const std::optional<double> r = TimeRatio(row.sides);
+    const std::string ratio = r ? RatioText(*r) : "-";
     if (markdown_) {
       Line(fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |", row.op,
                        ShortScope(row.scope), row.instances, Us(x.time_ns), Us(y.time_ns),

@@ -74,13 +74,20 @@ absl::Status OutputFile::Commit() {
   return absl::OkStatus();
 }
 
-absl::Status WriteOutput(const std::string& path, std::string_view content,
-                         OutputFile::OnInterrupt on_interrupt) {
+absl::Status WriteStreamedOutput(const std::string& path,
+                                 const std::function<absl::Status(OutputFile*)>& write,
+                                 OutputFile::OnInterrupt on_interrupt) {
   absl::StatusOr<OutputFile> out = OutputFile::Open(path, on_interrupt);
   if (!out.ok()) return out.status();
-  absl::Status st = out->Append(content);
+  absl::Status st = write(&*out);
   if (!st.ok()) return st;
   return out->Commit();
+}
+
+absl::Status WriteOutput(const std::string& path, std::string_view content,
+                         OutputFile::OnInterrupt on_interrupt) {
+  return WriteStreamedOutput(
+      path, [content](OutputFile* out) { return out->Append(content); }, on_interrupt);
 }
 
 }  // namespace tracefuse

@@ -3,6 +3,7 @@
 #ifndef TRACEFUSE_REPORT_OUTPUT_FILE_H_
 #define TRACEFUSE_REPORT_OUTPUT_FILE_H_
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,12 @@ class OutputFile {
   bool failed_ = false;
   OnInterrupt on_interrupt_ = OnInterrupt::kAbandon;
 };
+
+// WriteStreamedOutput() opens `path` as an OutputFile, lets `write` append to it and commits it
+// when `write` succeeds: a report streamed as it is made.
+absl::Status WriteStreamedOutput(
+    const std::string& path, const std::function<absl::Status(OutputFile*)>& write,
+    OutputFile::OnInterrupt on_interrupt = OutputFile::OnInterrupt::kAbandon);
 
 // WriteOutput() writes `content` to `path` as one OutputFile, for outputs small enough to be
 // built in memory first.
