@@ -796,6 +796,7 @@ RuleId Classifier::Classify(std::string_view name, Platform platform) const {
 }
 
 RuleId CachedClassifier::Classify(std::string_view name) {
+  if (name.size() > kMaxCachedNameBytes) return classifier_->Classify(name, platform_);
   auto it = rules_.find(name);
   if (it == rules_.end()) {
     it = rules_.emplace(std::string(name), classifier_->Classify(name, platform_)).first;

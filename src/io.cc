@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
 #include "tracefuse/host.h"
 #include "tracefuse/interrupt.h"
 #include "tracefuse/strings.h"
@@ -442,12 +443,13 @@ constexpr Format kZstd{"zstd", "decompressed", [](const SourceOptions&) {
 class DecompressingSource : public ByteSource {
  public:
   DecompressingSource(std::unique_ptr<ByteSource> inner, Format format,
-                      std::unique_ptr<Decoder> decoder, size_t buffer)
+                      std::unique_ptr<Decoder> decoder, const SourceOptions& options)
       : ByteSource(inner->path()),
         inner_(std::move(inner)),
         format_(format),
         decoder_(std::move(decoder)),
-        pool_(std::make_shared<BufferPool>(buffer)) {}
+        pool_(std::make_shared<BufferPool>(options.window_bytes)),
+        accept_truncated_(options.accept_truncated) {}
 
   absl::StatusOr<bool> Next(Block* block) override {
     if (done_) return false;
@@ -460,9 +462,10 @@ class DecompressingSource : public ByteSource {
         if (*more) in_used_ = 0;
         if (!*more) {
           if (!frame_ended_) {
-            return absl::DataLossError(StrCat(path(), ": truncated ", format_.name, " data after ",
-                                              compressed_read(), " compressed bytes (",
-                                              produced_ + have, " bytes ", format_.decoded, ")"));
+            truncated_message_ =
+                StrCat(path(), ": truncated ", format_.name, " data after ", compressed_read(),
+                       " compressed bytes (", produced_ + have, " bytes ", format_.decoded, ")");
+            if (!accept_truncated_) return TruncatedInputError(truncated_message_);
           }
           done_ = true;
           break;
@@ -499,6 +502,8 @@ class DecompressingSource : public ByteSource {
   bool compressed() const override { return true; }
   std::string_view compression() const override { return format_.name; }
   double inflate_cpu_seconds() const override { return inflate_cpu_seconds_; }
+  bool truncated() const override { return !truncated_message_.empty(); }
+  std::string truncated_message() const override { return truncated_message_; }
 
  private:
   uint64_t compressed_read() const { return in_.offset + in_used_; }
@@ -513,6 +518,8 @@ class DecompressingSource : public ByteSource {
   bool frame_ended_ = false;
   bool done_ = false;
   double inflate_cpu_seconds_ = 0;
+  bool accept_truncated_;
+  std::string truncated_message_;
 };
 
 // The compressed format that a file's first bytes announce, if any.
@@ -562,7 +569,21 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& path,
   const std::optional<Format> format = Sniff(*head);
   if (!format) return std::unique_ptr<ByteSource>(std::move(raw));
   return std::unique_ptr<ByteSource>(std::make_unique<DecompressingSource>(
-      std::move(raw), *format, format->make_decoder(options), options.window_bytes));
+      std::move(raw), *format, format->make_decoder(options), options));
+}
+
+namespace {
+constexpr char kTruncatedPayload[] = "tracefuse/truncated-input";
+}  // namespace
+
+absl::Status TruncatedInputError(const std::string& message) {
+  absl::Status status = absl::DataLossError(message);
+  status.SetPayload(kTruncatedPayload, absl::Cord());
+  return status;
+}
+
+bool IsTruncatedInput(const absl::Status& status) {
+  return status.GetPayload(kTruncatedPayload).has_value();
 }
 
 }  // namespace tracefuse

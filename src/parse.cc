@@ -203,6 +203,20 @@ struct ChunkParser::Impl {
   uint32_t last_thread = 0;
   double read_cpu_seconds = 0;  // of the last CopyChunk()
 
+  // Past this, a parser's buffers are freed once the chunk is parsed: only a giant event makes a
+  // chunk so large, and its memory is better returned for the rest of the run (the reducer keeps
+  // that event's name) than kept for chunks that will not need it.
+  static constexpr size_t kKeptCapacity = size_t{64} << 20;
+
+  void ReleaseIfOversized() {
+    if (capacity <= kKeptCapacity) return;
+    local_names.clear();
+    local_host_names.clear();
+    buffer = HugePageBuffer();
+    parser = od::parser();
+    capacity = 0;
+  }
+
   void Reserve(size_t bytes) {
     if (bytes <= capacity) return;
     capacity = std::max(bytes, capacity + capacity / 2);
@@ -430,6 +444,21 @@ simdjson::error_code ForEachField(od::object object, OnField&& on_field) {
   return err;
 }
 
+// ReadString() views a string value in place when it holds no escape, and has simdjson unescape
+// it otherwise. Names are most of a trace's string bytes: a view copies nothing (a 300 MB kernel
+// name would take 300 MB more of simdjson's string buffer). Stage 1 has already checked the bytes
+// (UTF-8, no raw control characters).
+bool ReadString(od::value value, std::string_view* out) {
+  std::string_view token = value.raw_json_token();  // the string, then spaces to the next token
+  if (token.empty() || token.front() != '"') return false;
+  while (token.size() > 1 && token.back() != '"') token.remove_suffix(1);
+  if (token.size() >= 2 && token.find('\\') == std::string_view::npos) {
+    *out = token.substr(1, token.size() - 2);
+    return true;
+  }
+  return value.get_string().get(*out) == simdjson::SUCCESS;
+}
+
 // ReadKernelArgs() takes correlation, external id, stream, device and the roctracer-only `kind`
 // from a kernel's `args`.
 simdjson::error_code ReadKernelArgs(od::value value, KernelEvent* k) {
@@ -467,9 +496,9 @@ simdjson::error_code ReadEvent(od::object event, bool host, EventFields* f) {
   };
   simdjson::error_code err = ForEachField(event, [&](od::raw_json_string key, od::value value) {
     if (key == "cat") {
-      f->have_cat = value.get_string().get(f->cat) == simdjson::SUCCESS;
+      f->have_cat = ReadString(value, &f->cat);
     } else if (key == "name") {
-      f->have_name = value.get_string().get(f->name) == simdjson::SUCCESS;
+      f->have_name = ReadString(value, &f->name);
     } else if (key == "ts") {
       f->ts_raw = value.raw_json_token();
     } else if (key == "dur") {
@@ -505,6 +534,13 @@ ChunkParser::~ChunkParser() = default;
 
 absl::Status ChunkParser::Parse(const EventChunk& chunk, const std::string& display_name,
                                 ParsedChunk* out, const ParseOptions& options) {
+  absl::Status parsed = ParseInBuffers(chunk, display_name, out, options);
+  impl_->ReleaseIfOversized();
+  return parsed;
+}
+
+absl::Status ChunkParser::ParseInBuffers(const EventChunk& chunk, const std::string& display_name,
+                                         ParsedChunk* out, const ParseOptions& options) {
   Impl& im = *impl_;
   out->Clear();
   out->seq = chunk.seq;

@@ -135,9 +135,18 @@ bool CanReadTwice(const std::string& path) {
   return path != "-" && std::filesystem::is_regular_file(path, ec);
 }
 
+SourceOptions SourceOptionsFor(const PipelineOptions& options) {
+  SourceOptions o;
+  o.window_bytes = options.window_bytes;
+  o.accept_truncated = options.salvage_truncated;
+  return o;
+}
+
 ChunkerOptions ChunkerOptionsFor(const std::string& path, const PipelineOptions& options) {
   ChunkerOptions o;
   o.chunk_bytes = options.chunk_bytes;
+  o.max_event_bytes = options.max_event_bytes;
+  o.salvage_truncated = options.salvage_truncated;
   o.speculate = options.speculative_cuts && CanReadTwice(path);
   o.threads = static_cast<size_t>(ThreadCount(options));
   return o;
@@ -152,7 +161,7 @@ class ChunkSource {
   ChunkSource(const std::string& path, std::unique_ptr<ByteSource> bytes,
               const PipelineOptions& options, SharedProgress* progress, size_t trace_index)
       : path_(path),
-        window_bytes_(options.window_bytes),
+        source_options_(SourceOptionsFor(options)),
         bytes_(std::move(bytes)),
         chunker_(path, ChunkerOptionsFor(path, options)),
         progress_(progress),
@@ -176,8 +185,7 @@ class ChunkSource {
   absl::Status Restart(const EventChunk& rejected) {
     chunker_.Restart(rejected);
     if (!bytes_->random_access()) {  // read the stream again from its start
-      absl::StatusOr<std::unique_ptr<ByteSource>> bytes =
-          OpenSource(path_, SourceOptions{window_bytes_});
+      absl::StatusOr<std::unique_ptr<ByteSource>> bytes = OpenSource(path_, source_options_);
       if (!bytes.ok()) return bytes.status();
       inflate_cpu_ += bytes_->inflate_cpu_seconds();
       bytes_ = std::move(*bytes);
@@ -223,6 +231,15 @@ class ChunkSource {
   std::string_view compression() const { return bytes_->compression(); }
   bool random_access() const { return bytes_->random_access(); }
   uint64_t rejected_cuts() const { return chunker_.rejected(); }
+  // Truncated() says what a salvaged input lost: the events cut by the end of the input, or
+  // nothing but a compressed file's last frame, cut where its events were complete.
+  std::optional<TruncatedInput> Truncated() const {
+    if (chunker_.truncated() || !bytes_->truncated()) return chunker_.truncated();
+    TruncatedInput whole;
+    whole.input_bytes = whole.kept_bytes = chunker_.bytes_fed();
+    whole.position = CutPosition::kAfterEvents;
+    return whole;
+  }
 
  private:
   absl::Status ReadBlock() {
@@ -274,7 +291,7 @@ class ChunkSource {
   }
 
   const std::string& path_;
-  size_t window_bytes_;
+  SourceOptions source_options_;
   std::unique_ptr<ByteSource> bytes_;
   EventChunker chunker_;
   SharedProgress* progress_;
@@ -316,6 +333,7 @@ absl::StatusOr<TraceProfile> FinishProfile(const std::string& path, const ChunkS
   profile.compressed = source.compressed();
   profile.compression = std::string(source.compression());
   profile.rejected_cuts = source.rejected_cuts();
+  profile.truncated = source.Truncated();
   profile.elapsed_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return profile;
@@ -456,8 +474,7 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
                                       const PipelineOptions& options, size_t threads,
                                       SharedProgress* progress, size_t trace_index) {
   auto started = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<ByteSource>> bytes =
-      OpenSource(path, SourceOptions{options.window_bytes});
+  absl::StatusOr<std::unique_ptr<ByteSource>> bytes = OpenSource(path, SourceOptionsFor(options));
   if (!bytes.ok()) return bytes.status();
   TraceRun run(path, std::move(*bytes), std::move(classifier), options, threads, progress,
                trace_index);

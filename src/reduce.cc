@@ -157,18 +157,18 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary
   local_to_global_.resize(chunk.name_count());
   for (size_t i = 0; i < chunk.name_count(); ++i) {
     std::string_view name = chunk.name(i);
-    auto it = name_ids_.find(name);
-    if (it == name_ids_.end()) {
-      uint32_t id = static_cast<uint32_t>(p.names.size());
-      it = name_ids_.emplace(std::string(name), id).first;
+    std::optional<uint32_t> id = name_ids_.Find(name);
+    if (!id) {
+      id = static_cast<uint32_t>(p.names.size());
       p.names.emplace_back(name);
+      name_ids_.Add(*id);
       p.name_rule.push_back(name_rules[i]);
       p.name_kernels.push_back(0);
       p.name_time_ns.push_back(0);
     }
-    local_to_global_[i] = it->second;
-    p.name_kernels[it->second] += summary.name_kernels[i];
-    p.name_time_ns[it->second] += summary.name_time_ns[i];
+    local_to_global_[i] = *id;
+    p.name_kernels[*id] += summary.name_kernels[i];
+    p.name_time_ns[*id] += summary.name_time_ns[i];
   }
 
   group_local_to_global_.resize(summary.group_size.size());
@@ -243,7 +243,7 @@ TraceProfile TraceReducer::Finish(TraceMetadata metadata, Platform classified_wi
   }
   std::stable_sort(p.event_categories.begin(), p.event_categories.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
-  name_ids_.clear();
+  name_ids_.Clear();
   group_ids_.Clear();
   host_name_ids_.clear();
   host_thread_ids_.clear();

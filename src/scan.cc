@@ -162,6 +162,12 @@ absl::Status EventSplitter::Error(uint64_t offset, const std::string& what) cons
   return absl::InvalidArgumentError(StrCat(name_, ": malformed JSON at byte ", offset, ": ", what));
 }
 
+absl::Status EventSplitter::EventTooLarge() const {
+  return absl::InvalidArgumentError(
+      StrCat(name_, ": the event at byte ", event_begin_, " is larger than the limit of ",
+             options_.max_event_bytes, " bytes on one event (--max-event-bytes)"));
+}
+
 void EventSplitter::AppendMetadata(const char* begin, const char* end) {
   if (!copying_metadata_ || end <= begin) return;
   size_t n = static_cast<size_t>(end - begin);
@@ -255,6 +261,7 @@ absl::Status EventSplitter::OnOpen(char c, uint64_t offset, const char* at, cons
       in_events_ = true;
       events_started_ = true;
       events_depth_ = 1;
+      last_event_end_ = offset + 1;
       copying_metadata_ = false;
       metadata_ = "[]";
       gap_active_ = true;
@@ -272,6 +279,7 @@ absl::Status EventSplitter::OnOpen(char c, uint64_t offset, const char* at, cons
     absl::Status end = EndGap(offset, /*before_event=*/true);
     if (!end.ok()) return end;
     if (!chunk_open_) OpenChunk(offset);
+    event_begin_ = offset;
   } else if (!in_events_ && !bare_array_ && stack_.size() == 1 && c == '[') {
     AppendMetadata(block.data + (copy_from_ - block.offset), at);
     copy_from_ = offset;
@@ -282,6 +290,7 @@ absl::Status EventSplitter::OnOpen(char c, uint64_t offset, const char* at, cons
       in_events_ = true;
       events_started_ = true;
       events_depth_ = 2;
+      last_event_end_ = offset + 1;
       gap_active_ = true;
       gap_from_ = offset + 1;
       gap_commas_ = 0;
@@ -307,6 +316,7 @@ absl::Status EventSplitter::OnClose(char c, uint64_t offset, const Block& block,
   stack_.pop_back();
   if (in_events_) {
     if (stack_.size() == events_depth_ && c == '}') {
+      if (offset + 1 - event_begin_ > options_.max_event_bytes) return EventTooLarge();
       last_event_end_ = offset + 1;
       gap_active_ = true;
       gap_from_ = offset + 1;
@@ -327,6 +337,7 @@ absl::Status EventSplitter::OnClose(char c, uint64_t offset, const Block& block,
         CloseChunk(out);
       }
       in_events_ = false;
+      events_end_ = offset + 1;
       if (!bare_array_) {
         copying_metadata_ = !metadata_truncated_;
         copy_from_ = offset;
@@ -398,6 +409,7 @@ absl::Status EventSplitter::Feed(const Block& block, std::vector<EventChunk>* ou
   if (finished_) return CheckTrailer(base + i, base + n, block.offset + i);
 
   const uint64_t block_end = block.offset + n;
+  if (InsideEvent() && block_end - event_begin_ > options_.max_event_bytes) return EventTooLarge();
   if (chunk_open_) AddPiece(block, block_end);
   if (gap_active_) {
     absl::Status gap = CheckGap(base + (gap_from_ - block.offset), base + n, gap_from_);
@@ -421,8 +433,9 @@ void EventSplitter::CloseOpenChunk(std::vector<EventChunk>* out) {
   if (chunk_open_) CloseChunk(out);
 }
 
-void EventSplitter::ResumeBeforeEvent(uint64_t offset) {
+void EventSplitter::ResumeBeforeEvent(uint64_t offset, uint64_t previous_event_end) {
   scanned_ = offset;
+  last_event_end_ = previous_event_end;
   carry_ = StringCarry();
   gap_active_ = true;
   gap_from_ = offset;
@@ -442,10 +455,44 @@ absl::Status EventSplitter::Finish() {
     std::string where = carry_.prev_in_string ? "inside a string"
                         : in_events_          ? "inside the events array"
                                               : "inside the top-level value";
-    return absl::InvalidArgumentError(
+    return TruncatedInputError(
         StrCat(name_, ": truncated JSON: the input ends at byte ", scanned_, " ", where));
   }
   return absl::OkStatus();
+}
+
+std::string Describe(const TruncatedInput& truncated) {
+  switch (truncated.position) {
+    case CutPosition::kInsideEvent:
+      return truncated.inside_string ? "inside an event (in a string)" : "inside an event";
+    case CutPosition::kBetweenEvents:
+      return "between two events";
+    case CutPosition::kAfterEvents:
+      return "after the events array";
+  }
+  return "";
+}
+
+std::optional<TruncatedInput> EventSplitter::Salvage(std::vector<EventChunk>* out) {
+  if (!started_ || finished_ || !events_started_) return std::nullopt;
+  TruncatedInput t;
+  t.input_bytes = scanned_;
+  t.inside_string = carry_.prev_in_string != 0;
+  if (!in_events_) {
+    t.position = CutPosition::kAfterEvents;
+    t.kept_bytes = events_end_;
+  } else {
+    t.position = InsideEvent() ? CutPosition::kInsideEvent : CutPosition::kBetweenEvents;
+    t.kept_bytes = last_event_end_;
+    if (chunk_open_ && last_event_end_ > chunk_.begin) CloseChunk(out);
+  }
+  finished_ = true;
+  // Keys after the events array may have been read in part: the metadata keeps those before it.
+  if (!bare_array_) {
+    metadata_.resize(leading_metadata_bytes_);
+    metadata_ += "]}";
+  }
+  return t;
 }
 
 namespace {
@@ -504,8 +551,18 @@ std::optional<EventCut> FindFirstEventCut(std::string_view bytes, uint64_t offse
   return std::nullopt;
 }
 
+namespace {
+SplitterOptions SplitterOptionsFor(const ChunkerOptions& options) {
+  SplitterOptions o;
+  o.chunk_bytes = options.chunk_bytes;
+  o.max_event_bytes = options.max_event_bytes;
+  o.salvage_truncated = options.salvage_truncated;
+  return o;
+}
+}  // namespace
+
 EventChunker::EventChunker(std::string display_name, ChunkerOptions options)
-    : options_(options), splitter_(std::move(display_name), SplitterOptions{options.chunk_bytes}) {}
+    : options_(options), splitter_(std::move(display_name), SplitterOptionsFor(options)) {}
 
 void EventChunker::Number(std::vector<EventChunk>* out, size_t first) {
   for (size_t i = first; i < out->size(); ++i) (*out)[i].seq = next_seq_++;
@@ -544,7 +601,7 @@ absl::Status EventChunker::FeedExact(const Block& block, size_t from,
       const size_t first = out->size();
       splitter_.CloseOpenChunk(out);
       Number(out, first);
-      spec_start_ = cut->next_event;
+      StartSpeculationAt(*cut);
       line_position_ = static_cast<int>(cut->line_position);
       if (!at_first_cut_) at_first_cut_ = splitter_;
       if (file_ != nullptr) {
@@ -598,22 +655,49 @@ void EventChunker::EmitSpeculative(const EventCut& cut, std::vector<EventChunk>*
     const uint64_t to = std::min(b.offset + b.size, chunk.end);
     if (to > from) chunk.pieces.push_back(b.Slice(from, to));
   }
+  chunk.previous_event_end = spec_after_;
   chunk.seq = next_seq_++;
   out->push_back(std::move(chunk));
-  spec_start_ = cut.next_event;
+  StartSpeculationAt(cut);
   while (!held_.empty() && held_.front().offset + held_.front().size <= spec_start_) {
     held_.pop_front();
   }
 }
 
-void EventChunker::CutSpeculatively(std::vector<EventChunk>* out) {
+bool EventChunker::CutSpeculatively(std::vector<EventChunk>* out) {
   while (!held_.empty()) {
     const uint64_t target = spec_start_ + options_.chunk_bytes;
-    if (held_.back().offset + held_.back().size <= target) return;
+    if (held_.back().offset + held_.back().size <= target) return true;
     std::optional<EventCut> cut = FindCutNear(target);
-    if (!cut) return;
+    if (!cut) return true;
+    if (MayHoldTooLargeAnEvent(*cut)) return false;
     EmitSpeculative(*cut, out);
   }
+  return true;
+}
+
+// MayHoldTooLargeAnEvent() is true when a speculative chunk up to `cut` would be larger than an
+// event may be: only the exact splitter measures events, so it reads such a range.
+bool EventChunker::MayHoldTooLargeAnEvent(const EventCut& cut) const {
+  return cut.event_end - spec_start_ > options_.max_event_bytes;
+}
+
+// FeedHeldExactly() goes back to the exact splitter for the blocks held since the last
+// speculative cut: at the end of the input, or when no cut was found within an event's size
+// limit (a giant event, which the splitter then measures, or a change of layout).
+absl::Status EventChunker::FeedHeldExactly(std::vector<EventChunk>* out) {
+  mode_ = Mode::kExact;
+  splitter_.ResumeBeforeEvent(spec_start_, spec_after_);
+  std::deque<Block> rest;
+  rest.swap(held_);
+  for (const Block& b : rest) {
+    const uint64_t from = std::max(b.offset, spec_start_);
+    absl::Status st = FeedSplitter(b, static_cast<size_t>(from - b.offset), b.size, out);
+    if (!st.ok()) return st;
+  }
+  if (!rest.empty()) exact_until_ = rest.back().offset + rest.back().size;
+  searched_to_ = 0;
+  return absl::OkStatus();
 }
 
 absl::Status EventChunker::Feed(const Block& block, std::vector<EventChunk>* out) {
@@ -621,7 +705,10 @@ absl::Status EventChunker::Feed(const Block& block, std::vector<EventChunk>* out
   if (fed_ <= skip_until_) return absl::OkStatus();
   if (mode_ == Mode::kSpeculative) {
     held_.push_back(block);
-    CutSpeculatively(out);
+    if (!CutSpeculatively(out) ||
+        fed_ - spec_start_ > options_.chunk_bytes + options_.max_event_bytes) {
+      return FeedHeldExactly(out);
+    }
     return absl::OkStatus();
   }
   const size_t from =
@@ -631,7 +718,10 @@ absl::Status EventChunker::Feed(const Block& block, std::vector<EventChunk>* out
 
 // FindCutInFile() reads the bytes before `target` for the last cut there, else those after it
 // for the first; nullopt when the file ends first.
-absl::StatusOr<std::optional<EventCut>> EventChunker::FindCutInFile(uint64_t target) {
+// `searched_to` is where the search stopped: the file's end, or an event's size limit past the
+// target.
+absl::StatusOr<std::optional<EventCut>> EventChunker::FindCutInFile(uint64_t target,
+                                                                    uint64_t* searched_to) {
   // Events are mostly under a kilobyte: 8 KiB before the target nearly always hold a cut.
   constexpr uint64_t kBackWindow = 8 << 10;
   constexpr uint64_t kWindow = 64 << 10;
@@ -643,7 +733,9 @@ absl::StatusOr<std::optional<EventCut>> EventChunker::FindCutInFile(uint64_t tar
   if (!st.ok()) return st;
   std::optional<EventCut> cut = FindLastEventCut(window_, back, line_position_);
   if (cut && cut->event_end > spec_start_) return cut;
-  for (uint64_t at = target; at < size; at += kWindow - kOverlap) {
+  const uint64_t until = std::min(size, target + options_.max_event_bytes);
+  *searched_to = until;
+  for (uint64_t at = target; at < until; at += kWindow - kOverlap) {
     window_.resize(static_cast<size_t>(std::min(kWindow, size - at)));
     st = file_->ReadAt(at, window_.size(), window_.data());
     if (!st.ok()) return st;
@@ -662,14 +754,16 @@ absl::Status EventChunker::CutFile(std::vector<EventChunk>* out) {
                                          std::min(options_.min_chunk_bytes, options_.chunk_bytes),
                                          options_.chunk_bytes);
   std::optional<EventCut> cut;
+  uint64_t searched_to = file_->file_bytes();
   if (target < file_->file_bytes()) {
-    absl::StatusOr<std::optional<EventCut>> found = FindCutInFile(target);
+    absl::StatusOr<std::optional<EventCut>> found = FindCutInFile(target, &searched_to);
     if (!found.ok()) return found.status();
     cut = *found;
   }
-  if (!cut) {
-    // The end of the events array and what follows go through the exact splitter.
-    ResumeExact(spec_start_, file_->file_bytes());
+  if (!cut || MayHoldTooLargeAnEvent(*cut)) {
+    // The end of the events array and what follows go through the exact splitter, and so do
+    // events that may be too large.
+    ResumeExact(spec_start_, spec_after_, cut ? cut->event_end : searched_to);
     return absl::OkStatus();
   }
   EventChunk chunk;
@@ -677,44 +771,48 @@ absl::Status EventChunker::CutFile(std::vector<EventChunk>* out) {
   chunk.file = file_;
   chunk.begin = spec_start_;
   chunk.end = cut->event_end;
+  chunk.previous_event_end = spec_after_;
   chunk.seq = next_seq_++;
   out->push_back(std::move(chunk));
-  spec_start_ = cut->next_event;
+  StartSpeculationAt(*cut);
   fed_ = std::max(fed_, cut->event_end);
   return absl::OkStatus();
 }
 
 // ResumeExact() goes back to the exact splitter at `offset`, an event's '{', speculating again
 // only from cuts at or after `exact_until`.
-void EventChunker::ResumeExact(uint64_t offset, uint64_t exact_until) {
+void EventChunker::StartSpeculationAt(const EventCut& cut) {
+  spec_start_ = cut.next_event;
+  spec_after_ = cut.event_end;
+}
+
+void EventChunker::ResumeExact(uint64_t offset, uint64_t previous_event_end, uint64_t exact_until) {
   mode_ = Mode::kExact;
   skip_until_ = offset;
   exact_until_ = exact_until;
   held_.clear();
   searched_to_ = 0;
   seek_ = offset;
-  splitter_.ResumeBeforeEvent(offset);
+  splitter_.ResumeBeforeEvent(offset, previous_event_end);
 }
 
 absl::Status EventChunker::Finish(std::vector<EventChunk>* out) {
   if (mode_ == Mode::kSpeculative) {
     // The end of the events array and what follows it go through the exact splitter.
-    mode_ = Mode::kExact;
-    splitter_.ResumeBeforeEvent(spec_start_);
-    std::deque<Block> rest;
-    rest.swap(held_);
-    for (const Block& b : rest) {
-      const uint64_t from = std::max(b.offset, spec_start_);
-      absl::Status st = FeedSplitter(b, static_cast<size_t>(from - b.offset), b.size, out);
-      if (!st.ok()) return st;
-    }
+    absl::Status st = FeedHeldExactly(out);
+    if (!st.ok()) return st;
+  }
+  if (options_.salvage_truncated) {
+    const size_t first = out->size();
+    truncated_ = splitter_.Salvage(out);
+    Number(out, first);
   }
   return splitter_.Finish();
 }
 
 void EventChunker::Restart(const EventChunk& chunk) {
   splitter_ = *at_first_cut_;  // a speculative chunk was cut after it
-  ResumeExact(chunk.begin, chunk.end);
+  ResumeExact(chunk.begin, chunk.previous_event_end, chunk.end);
   next_seq_ = 0;
   if (++rejected_ >= kMaxRejected) options_.speculate = false;
 }

@@ -31,7 +31,8 @@ TEST(Cli, EachBadInputGetsItsOwnMessageAndExitCode) {
       {"text.json", "hello world\n", 1,
        "text.json: not a JSON trace: expected '{' or '[' at byte 0, found 'h'"},
       {"trunc.json", R"({"traceEvents": [{"cat": "kernel", "name": "a", "ts": 1)", 1,
-       "trunc.json: truncated JSON: the input ends at byte 55 inside the events array"},
+       "trunc.json: truncated JSON: the input ends at byte 55 inside the events array (--lenient "
+       "reads the events before the cut)"},
       {"noevents.json", R"({"schemaVersion": 1, "deviceProperties": []})", 1,
        "noevents.json: not a Kineto trace: no traceEvents array (top-level keys: schemaVersion, "
        "deviceProperties)"},
@@ -51,6 +52,57 @@ TEST(Cli, EachBadInputGetsItsOwnMessageAndExitCode) {
   RunResult r = RunCommand(Bin() + " stats " + dir.path());
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.err, "tracefuse: error: " + dir.path() + ": is a directory\n");
+}
+
+// --lenient reads a trace cut short up to its last complete event, from a file or a pipe, and says
+// what it dropped in the report and in one warning line; the events before the cut are counted as
+// in the same trace ended there.
+TEST(Cli, LenientReadsATruncatedTraceUpToItsLastCompleteEvent) {
+  testing::TempDir dir;
+  const std::string whole = R"({"traceEvents": [{"cat": "kernel", "name": "a", "ts": 1, "dur": 2},)"
+                            R"( {"cat": "kernel", "name": "b", "ts": 5, "dur": 1}]})";
+  const std::string cut = whole.substr(0, whole.find("\"b\"") + 2);  // inside "b"'s name
+  const std::string path = dir.File("cut.json", cut);
+  const std::string ended = dir.File("ended.json", whole.substr(0, whole.find("},") + 1) + "]}");
+  const std::string warning =
+      StrCat("tracefuse: warning: ", path, ": cut at byte ", cut.size(),
+             ", inside an event (in a string): read up to byte 66; dropped ", cut.size() - 66,
+             " bytes, 1 incomplete event\n");
+  RunResult r = RunCommand(StrCat(Bin(), " stats --lenient --format json ", path));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, warning);
+  const nlohmann::json got = nlohmann::json::parse(r.out);
+  EXPECT_EQ(got["kernels"], 1);
+  const nlohmann::json& t = got["truncated"];
+  EXPECT_EQ(t["cut"], "inside an event (in a string)");
+  EXPECT_EQ(t["input_bytes"], cut.size());
+  EXPECT_EQ(t["kept_bytes"], 66);
+  EXPECT_EQ(t["dropped_bytes"], cut.size() - 66);
+  EXPECT_EQ(t["dropped_events"], 1);
+  const nlohmann::json want =
+      nlohmann::json::parse(RunCommand(StrCat(Bin(), " stats --format json ", ended)).out);
+  EXPECT_EQ(got["kernel_time_us"], want["kernel_time_us"]);
+  EXPECT_EQ(want["truncated"], nullptr);
+  r = RunCommand(StrCat("(cat ", path, " | ", Bin(), " stats --lenient -)"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find(StrCat("truncated                  cut at byte ", cut.size())),
+            std::string::npos)
+      << r.out;
+}
+
+// --max-event-bytes takes sizes with binary suffixes; anything else is a usage error.
+TEST(Cli, MaxEventBytesTakesASize) {
+  testing::TempDir dir;
+  const std::string path =
+      dir.File("t.json", R"({"traceEvents": [{"cat": "kernel", "name": "a", "ts": 1, "dur": 2}]})");
+  EXPECT_EQ(RunCommand(StrCat(Bin(), " stats --max-event-bytes 1K ", path)).exit_code, 0);
+  RunResult r = RunCommand(StrCat(Bin(), " stats --max-event-bytes 10 ", path));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, StrCat("tracefuse: error: ", path,
+                          ": the event at byte 17 is larger than the limit of 10 bytes on one "
+                          "event (--max-event-bytes)\n"));
+  r = RunCommand(StrCat(Bin(), " stats --max-event-bytes lots ", path));
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
@@ -531,7 +583,7 @@ TEST(Cli, TruncatedOrCorruptCompressedTracesGetOneLine) {
       EXPECT_EQ(r.exit_code, 1) << input;
       const std::regex line(StrCat("tracefuse: error: ", input, ": truncated ", format,
                                    " data after 5000 compressed bytes \\([0-9]+ bytes ", decoded,
-                                   "\\)\n"));
+                                   "\\) \\(--lenient reads the events before the cut\\)\n"));
       EXPECT_TRUE(std::regex_match(r.err, line)) << r.err;
       EXPECT_EQ(r.out, "");
     }

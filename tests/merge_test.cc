@@ -24,13 +24,6 @@ using testing::RunResult;
 
 std::string Bin() { return TRACEFUSE_BINARY; }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
@@ -266,7 +259,7 @@ TEST(Merge, CategoryTimesAcrossPairs) {
   b.Manifest();
   std::map<std::string, std::array<std::vector<double>, 2>> times;  // category -> side -> pairs
   for (size_t i = 0; i < labels.size(); ++i) {
-    json report = json::parse(Slurp(b.out() + "/" + labels[i] + ".json"));
+    json report = json::parse(testing::ReadFile(b.out() + "/" + labels[i] + ".json"));
     for (size_t side = 0; side < 2; ++side) {
       for (auto& [category, us] :
            report["tracefuse"]["traces"][side]["kernel_time_us_by_category"].items()) {
@@ -369,7 +362,7 @@ TEST(Merge, MalformedFilesAreOneLineEachAndCountAsFailed) {
   b.Status("bad-state", "finished", 0, nullptr);
   b.Manifest({"garbage"});
   std::ofstream(b.out() + "/garbage.status.json") << "{\"label\": \"garbage\", \"state\": ";
-  const std::string report = Slurp(b.out() + "/truncated-report.json");
+  const std::string report = testing::ReadFile(b.out() + "/truncated-report.json");
   std::ofstream(b.out() + "/truncated-report.json") << report.substr(0, report.size() / 2);
   std::ofstream(b.out() + "/not-a-report.json") << R"({"metadata": {"matched_groups": 3}})";
   RunResult r = b.Merge();
@@ -417,7 +410,8 @@ TEST(Merge, UsageAndIoErrors) {
   // An empty directory: nothing to say is complete.
   r = RunCommand(Bin() + " merge " + dir.path() + " -o " + dir.path() + "/summary.txt");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(Slurp(dir.path() + "/summary.txt").find("0 pairs: 0 complete"), std::string::npos);
+  EXPECT_NE(testing::ReadFile(dir.path() + "/summary.txt").find("0 pairs: 0 complete"),
+            std::string::npos);
 }
 
 // Every key the schema in tracefuse/report/merge.h documents, with its type.

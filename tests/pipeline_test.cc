@@ -347,6 +347,50 @@ TEST(Pipeline, SpeculativeCutsGiveTheExactSplittersResults) {
 }
 
 // The same on every real trace: plain (read by the parallel stage) and gzip (a stream).
+// --max-event-bytes: an event past the limit is the same error, at its start, however the file is
+// cut and read (a regular file's chunks searched around their targets, a gzip stream); at or
+// above its size, the trace reads as it does without a limit.
+TEST(Pipeline, EventLargerThanTheLimitFailsAlikeEverywhere) {
+  testing::TempDir dir;
+  std::vector<std::string> paths;
+  for (const char* layout : {"kineto", "lines", "compact"}) {
+    paths.push_back(Generate(dir, std::string(layout) + ".json",
+                             std::string("--size 1M --giant-name 300K --layout ") + layout));
+  }
+  ASSERT_EQ(std::system(("gzip -k -1 " + paths[0]).c_str()), 0);
+  paths.push_back(paths[0] + ".gz");
+  for (const std::string& path : paths) {
+    const std::string plain = path.substr(0, path.find(".json") + 5);
+    const std::string text = testing::ReadFile(plain);
+    const size_t start = text.rfind('{', text.find("giant_kernel<"));
+    const std::string message = path + ": the event at byte " + std::to_string(start) +
+                                " is larger than the limit of 204800 bytes on one event "
+                                "(--max-event-bytes)";
+    PipelineOptions unlimited;
+    auto reference = Profile(path, unlimited);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    for (int threads : {1, 2}) {
+      for (bool speculate : {true, false}) {
+        for (size_t chunk : {size_t{16} << 10, size_t{2} << 20}) {
+          SCOPED_TRACE(path + " threads " + std::to_string(threads) + " speculate " +
+                       std::to_string(speculate) + " chunk " + std::to_string(chunk));
+          PipelineOptions o;
+          o.threads = threads;
+          o.speculative_cuts = speculate;
+          o.chunk_bytes = chunk;
+          o.max_event_bytes = 200 << 10;
+          auto p = Profile(path, o);
+          EXPECT_EQ(p.status().message(), message);
+          o.max_event_bytes = 400 << 10;
+          p = Profile(path, o);
+          ASSERT_TRUE(p.ok()) << p.status();
+          ExpectSameProfile(*reference, *p);
+        }
+      }
+    }
+  }
+}
+
 TEST(Pipeline, SpeculativeCutsOnRealTraces) {
   TRACEFUSE_REQUIRE_SHARED();
   testing::TempDir dir;

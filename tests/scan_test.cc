@@ -1,12 +1,15 @@
 #include "tracefuse/scan.h"
 
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "simdjson.h"
 #include "tracefuse/parse.h"
+#include "tracefuse/strings.h"
 
 namespace tracefuse {
 namespace {
@@ -281,6 +284,124 @@ TEST(EventCut, FirstAndLastOfSeveral) {
   const std::string text = "{\"a\": 1},\n{\"b\": 2},\n{\"c\": 3}";
   EXPECT_EQ(FindFirstEventCut(text, 0)->next_event, 10u);
   EXPECT_EQ(FindLastEventCut(text, 0)->next_event, 20u);
+}
+
+}  // namespace
+}  // namespace tracefuse
+
+namespace tracefuse {
+namespace {
+
+// SplitWithChunker() feeds `text` to an EventChunker in blocks of `block_size` bytes.
+std::vector<EventChunk> SplitWithChunker(const std::string& text, size_t block_size,
+                                         const ChunkerOptions& options, absl::Status* status,
+                                         std::optional<TruncatedInput>* truncated = nullptr) {
+  EventChunker chunker("t", options);
+  std::vector<EventChunk> chunks;
+  for (size_t off = 0; off < text.size(); off += block_size) {
+    const size_t n = std::min(block_size, text.size() - off);
+    auto buf = std::shared_ptr<char>(new char[n], std::default_delete<char[]>());
+    std::memcpy(buf.get(), text.data() + off, n);
+    *status = chunker.Feed(Block{buf.get(), n, off, buf}, &chunks);
+    if (!status->ok()) return chunks;
+  }
+  *status = chunker.Finish(&chunks);
+  if (truncated != nullptr) *truncated = chunker.truncated();
+  return chunks;
+}
+
+// The first and the largest event of Trace() whose name holds 5000 'k's (the last: its
+// correlation id is the longest).
+uint64_t FirstGiantStart(const std::string& text) {
+  return text.rfind('{', text.find(std::string(5000, 'k')));
+}
+uint64_t LargestEventSize(const std::string& text) {
+  const uint64_t start = text.rfind('{', text.rfind(std::string(5000, 'k')));
+  return text.find("}}", start) + 2 - start;
+}
+
+TEST(MaxEventBytes, ALargerEventIsAnErrorAtItsStartHoweverTheInputIsCut) {
+  const std::string text = Trace(2, ",\n");
+  const std::string message = StrCat("t: the event at byte ", FirstGiantStart(text),
+                                     " is larger than the limit of 1000 bytes on one event "
+                                     "(--max-event-bytes)");
+  for (size_t block : {1, 64, 4096, 1 << 20}) {
+    for (bool speculate : {false, true}) {
+      ChunkerOptions options;
+      options.chunk_bytes = 256;
+      options.speculate = speculate;
+      options.max_event_bytes = 1000;
+      absl::Status status;
+      SplitWithChunker(text, block, options, &status);
+      EXPECT_EQ(status.message(), message) << "block " << block << " speculate " << speculate;
+      options.max_event_bytes = LargestEventSize(text);  // every event is read
+      std::vector<EventChunk> chunks = SplitWithChunker(text, block, options, &status);
+      ASSERT_TRUE(status.ok()) << status;
+      EXPECT_EQ(NamesByChunks(chunks), NamesByDom(text));
+    }
+  }
+}
+
+// Each event's [begin, end) in `text`, from the exact splitter with one event per chunk.
+std::vector<std::pair<uint64_t, uint64_t>> EventRanges(const std::string& text) {
+  SplitterOptions one_per_chunk;
+  one_per_chunk.chunk_bytes = 1;
+  EventSplitter splitter("t", one_per_chunk);
+  absl::Status status;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const EventChunk& c : Split(text, text.size(), &splitter, &status)) {
+    ranges.emplace_back(c.begin, c.end);
+  }
+  EXPECT_TRUE(status.ok()) << status;
+  return ranges;
+}
+
+// A trace cut anywhere after its events array began is salvaged: the chunks hold exactly the
+// events that closed before the cut, and TruncatedInput says where the cut fell.
+TEST(Salvage, KeepsExactlyTheEventsBeforeTheCut) {
+  const std::string text = Trace(1);
+  const std::vector<std::pair<uint64_t, uint64_t>> events = EventRanges(text);
+  const std::vector<std::string> names = NamesByDom(text);
+  const uint64_t array_open = text.find('[', text.find("traceEvents"));
+  const uint64_t array_close = text.find(']', events.back().second);
+  for (uint64_t cut = 1; cut < text.size(); cut += 3) {
+    const std::string head = text.substr(0, cut);
+    for (bool speculate : {false, true}) {
+      ChunkerOptions options;
+      options.chunk_bytes = 512;
+      options.speculate = speculate;
+      options.salvage_truncated = true;
+      absl::Status status;
+      std::optional<TruncatedInput> t;
+      std::vector<EventChunk> chunks = SplitWithChunker(head, 97, options, &status, &t);
+      if (cut <= array_open) {
+        EXPECT_TRUE(IsTruncatedInput(status)) << cut << ": " << status;
+        continue;
+      }
+      ASSERT_TRUE(status.ok()) << cut << ": " << status;
+      ASSERT_TRUE(t.has_value()) << cut;
+      size_t complete = 0;
+      while (complete < events.size() && events[complete].second <= cut) ++complete;
+      EXPECT_EQ(NamesByChunks(chunks),
+                std::vector<std::string>(names.begin(), names.begin() + complete))
+          << cut;
+      const bool inside = complete < events.size() && events[complete].first < cut;
+      EXPECT_EQ(t->input_bytes, cut);
+      EXPECT_EQ(t->kept_bytes, cut > array_close ? array_close + 1
+                               : complete > 0    ? events[complete - 1].second
+                                                 : array_open + 1)
+          << cut;
+      EXPECT_EQ(t->position, cut > array_close ? CutPosition::kAfterEvents
+                             : inside          ? CutPosition::kInsideEvent
+                                               : CutPosition::kBetweenEvents)
+          << cut;
+      EXPECT_EQ(t->dropped_events(), inside ? 1u : 0u) << cut;
+    }
+  }
+  absl::Status status;
+  EventSplitter strict("t");
+  Split(text.substr(0, text.size() - 1), 64, &strict, &status);
+  EXPECT_TRUE(IsTruncatedInput(status)) << status;
 }
 
 }  // namespace

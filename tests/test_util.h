@@ -29,6 +29,14 @@ inline bool HaveShared() { return std::filesystem::is_directory(SharedDir() + "/
     }                                                                                     \
   } while (0)
 
+// ReadFile() is the whole content of `path` ("" when it cannot be read).
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
 inline std::vector<std::string> FilesIn(const std::string& dir, const std::string& suffix) {
   std::vector<std::string> out;
   if (!std::filesystem::is_directory(dir)) return out;

@@ -40,6 +40,7 @@ struct Options {
   uint64_t steps = 0;  // 0: as many as the size allows
   int rank = 0;        // distributedInfo of one process of a distributed job
   int world_size = 1;
+  uint64_t giant_name_bytes = 0;  // one more kernel, in the second step, with a name this long
   bool summary = false;
 };
 
@@ -338,8 +339,9 @@ constexpr std::string_view kTrailerKeys[] = {"\"traceName\": \"tracefuse-gen\"",
 
 class TraceWriter {
  public:
-  TraceWriter(Writer& w, const Options& o)
-      : w_(w), o_(o), amd_(o.platform == "amd"), rng_{o.seed} {}
+  TraceWriter(Writer& w, const Options& o) : w_(w), o_(o), amd_(o.platform == "amd"), rng_{o.seed} {
+    if (o.giant_name_bytes > 0) giant_name_ = GiantName(o.giant_name_bytes);
+  }
 
   void Header() {
     const Gpu& g = amd_ ? kMi300x : kH100;
@@ -404,6 +406,7 @@ class TraceWriter {
     }
     // Eager sampling and bookkeeping kernels, one launch each.
     for (const KernelKind& k : sampling) EagerKernel(k);
+    if (step_ == 1 && !giant_name_.empty()) EagerKernel(KernelKind{giant_name_.c_str(), 5000});
     for (int e = 0; e < o_.eager_per_step; ++e) EagerKernel(kEager[e % kEager.size()]);
     Memcpy();
     ++step_;
@@ -567,9 +570,19 @@ class TraceWriter {
     gpu_ts_ += 3100;
   }
 
+  // GiantName() is a kernel name of exactly `bytes` bytes (at least 32), for the tests of
+  // --max-event-bytes: what a corrupt trace or a runaway template instantiation looks like.
+  static std::string GiantName(uint64_t bytes) {
+    std::string name = "void giant_kernel<";
+    const std::string end = ">(float*)";
+    name.resize(std::max<uint64_t>(bytes, 32) - end.size(), 'T');
+    return name + end;
+  }
+
   Writer& w_;
   const Options& o_;
   bool amd_;
+  std::string giant_name_;
   Rng rng_;
   int64_t cpu_ts_ = 1751410836000000000 / 1000 * 1000 - 1751410000000000000 + 5000000000;
   int64_t gpu_ts_ = 0;
@@ -614,6 +627,9 @@ int main(int argc, char** argv) {
   app.add_option("--rank", o.rank, "distributedInfo.rank (one trace per rank of a job)")
       ->capture_default_str();
   app.add_option("--world-size", o.world_size, "distributedInfo.world_size")->capture_default_str();
+  app.add_option("--giant-name", o.giant_name_bytes,
+                 "add one kernel with a name of this many bytes (e.g. 300M), in the second step")
+      ->transform(CLI::AsSizeValue(false));
   app.add_flag("--summary", o.summary,
                "print bytes, complete events and kernels written to stderr");
   app.add_option("-o,--output", o.output, "output file (written atomically; - for stdout)")

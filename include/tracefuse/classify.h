@@ -198,6 +198,10 @@ class CachedClassifier {
 
   const Classifier& classifier() const { return *classifier_; }
 
+  // Longer names are classified each time they occur, not cached: real kernel names stay far
+  // below this, and a giant one (a corrupt trace) would otherwise be held once more per thread.
+  static constexpr size_t kMaxCachedNameBytes = size_t{64} << 10;
+
  private:
   std::shared_ptr<const Classifier> classifier_;
   Platform platform_;

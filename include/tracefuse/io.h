@@ -46,7 +46,16 @@ enum class GzipInflaterKind { kIsal, kZlib };
 struct SourceOptions {
   size_t window_bytes = 8u << 20;  // read / decompression buffer size
   GzipInflaterKind gzip_inflater = GzipInflaterKind::kIsal;
+  // Compressed input that ends inside a frame ends the stream after the last byte decoded, and
+  // sets ByteSource::truncated(), instead of failing: a profiler killed while writing leaves
+  // such files, and every event decoded before the cut is good data.
+  bool accept_truncated = false;
 };
+
+// TruncatedInputError() is the error for input that ends too early: a truncated file that
+// --lenient would read up to its cut. IsTruncatedInput() recognises it (a status payload).
+absl::Status TruncatedInputError(const std::string& message);
+bool IsTruncatedInput(const absl::Status& status);
 
 class ByteSource {
  public:
@@ -63,6 +72,10 @@ class ByteSource {
   // CPU seconds spent inflating (or decompressing zstd), for compressed sources (part of Next()'s
   // time).
   virtual double inflate_cpu_seconds() const { return 0; }
+  // truncated() is true once compressed input read with SourceOptions::accept_truncated has
+  // ended inside a frame; truncated_message() then says where ("truncated gzip data after ...").
+  virtual bool truncated() const { return false; }
+  virtual std::string truncated_message() const { return ""; }
 
   // random_access() is true for a regular, uncompressed file: then ReadAt() reads any range of
   // it, from any thread (pread, straight into the caller's buffer), and SeekTo() moves where

@@ -171,6 +171,9 @@ class ChunkParser {
                      const ParseOptions& options = ParseOptions());
 
  private:
+  absl::Status ParseInBuffers(const EventChunk& chunk, const std::string& display_name,
+                              ParsedChunk* out, const ParseOptions& options);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

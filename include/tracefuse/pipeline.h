@@ -46,6 +46,11 @@ struct PipelineOptions {
   // Cut chunks speculatively between events (see EventChunker); false: scan every byte exactly.
   // Standard input and other streams that cannot be read twice are always scanned exactly.
   bool speculative_cuts = true;
+  // An event larger than this is an error (see SplitterOptions::max_event_bytes).
+  uint64_t max_event_bytes = kDefaultMaxEventBytes;
+  // `--lenient`: a trace cut short (a profiler killed while writing) is read up to its last
+  // complete event, and TraceProfile::truncated says what was dropped.
+  bool salvage_truncated = false;
   // Called from the reading stage, at most once per block; must be thread-safe.
   std::function<void(const ProgressUpdate&)> progress;
 };

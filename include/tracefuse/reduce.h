@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -215,6 +216,9 @@ struct TraceProfile {
   double elapsed_seconds = 0;
   StageCpuSeconds cpu_seconds;
   uint64_t rejected_cuts = 0;  // speculative chunks whose parse failed, cut again exactly
+  // Set when a truncated input was salvaged (PipelineOptions::salvage_truncated): the events
+  // after `kept_bytes` were dropped.
+  std::optional<TruncatedInput> truncated;
 
   TraceMetadata metadata;
   Platform platform = Platform::kUnknown;
@@ -282,6 +286,9 @@ class TraceReducer {
   // `keep_kernel_records`: whether to keep the per-kernel stream (the fusion analysis needs it);
   // per-name, per-category and per-group totals are kept either way.
   TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records = true);
+  // Not copied: the name index refers to the profile's names.
+  TraceReducer(const TraceReducer&) = delete;
+  TraceReducer& operator=(const TraceReducer&) = delete;
 
   // Consume() adds a chunk's kernels; `name_rules` holds the rule of each of the chunk's distinct
   // names. Chunks must arrive in input order.
@@ -297,7 +304,7 @@ class TraceReducer {
  private:
   TraceProfile profile_;
   bool keep_kernel_records_;
-  StringMap<uint32_t> name_ids_;
+  StringIndex name_ids_{&profile_.names};  // the trace's names, each held once
   GroupIndex group_ids_;
   std::vector<uint32_t> local_to_global_;        // chunk's names to the trace's
   std::vector<uint32_t> group_local_to_global_;  // chunk's groups to the trace's

@@ -46,6 +46,9 @@ struct EventChunk {
   const ByteSource* file = nullptr;
   uint64_t begin = 0;  // input offset of the first byte
   uint64_t end = 0;    // input offset one past the last byte
+  // One past the '}' of the event before the first (the cut's `event_end`), for speculative
+  // chunks: where the input may be said complete up to, should it end in this chunk.
+  uint64_t previous_event_end = 0;
   std::vector<Block> pieces;
   size_t bytes() const { return static_cast<size_t>(end - begin); }
 };
@@ -56,10 +59,41 @@ struct StringCarry {
   uint64_t prev_in_string = 0;   // all ones when the previous block ended inside a string
 };
 
+// kDefaultMaxEventBytes is the default limit on one event's size. A chunk holds whole events, so
+// an event is held in memory whole, several times over (read, parsed, its strings kept): the limit
+// keeps a corrupt or hostile trace from taking the machine's memory.
+inline constexpr uint64_t kDefaultMaxEventBytes = uint64_t{256} << 20;
+
 struct SplitterOptions {
   size_t chunk_bytes = 2u << 20;  // a chunk is cut after the first event ending past this size
   size_t max_metadata_bytes = 64u << 20;  // top-level data kept beyond this is dropped (flagged)
+  // An event larger than this is an error, found as soon as its bytes have been read.
+  uint64_t max_event_bytes = kDefaultMaxEventBytes;
+  // Input that ends inside its top-level value after the events array began is not an error:
+  // the events that closed before the end are handed out (see EventSplitter::Salvage).
+  bool salvage_truncated = false;
 };
+
+// CutPosition is where a truncated input ended, relative to the events.
+enum class CutPosition {
+  kBetweenEvents,  // after an event (or the array's '['), before the next one began
+  kInsideEvent,    // inside an event, which is dropped
+  kAfterEvents,    // in the top-level keys after the events array
+};
+
+// TruncatedInput describes an input that ended early and was salvaged.
+struct TruncatedInput {
+  uint64_t input_bytes = 0;  // where the input ended (decompressed offset)
+  uint64_t kept_bytes = 0;   // one past the last byte analysed: the last complete event's '}'
+  CutPosition position = CutPosition::kBetweenEvents;
+  bool inside_string = false;
+  // The bytes dropped: the incomplete event, separators, trailing top-level keys.
+  uint64_t dropped_bytes() const { return input_bytes - kept_bytes; }
+  uint64_t dropped_events() const { return position == CutPosition::kInsideEvent ? 1 : 0; }
+};
+
+// Describe() says where the input was cut, for messages: "inside an event (in a string)".
+std::string Describe(const TruncatedInput& truncated);
 
 class EventSplitter {
  public:
@@ -68,8 +102,13 @@ class EventSplitter {
   // Scans one block (blocks must arrive in input order) and appends completed chunks to `out`.
   absl::Status Feed(const Block& block, std::vector<EventChunk>* out);
   // Ends the input: checks that the top-level value is complete. (Every chunk has been handed
-  // out by Feed: the last one closes with the events array.)
+  // out by Feed: the last one closes with the events array.) A truncated input is an error whose
+  // status IsTruncatedInput().
   absl::Status Finish();
+  // Salvage() ends an input that stopped inside its top-level value after the events array
+  // began: it hands out the events that closed before the end, and returns what was dropped.
+  // nullopt when the input is complete or was cut before its events (then Finish() says why).
+  std::optional<TruncatedInput> Salvage(std::vector<EventChunk>* out);
 
   // True once the events array has been entered: leading_metadata_json() then holds every
   // top-level key that precedes it.
@@ -92,12 +131,15 @@ class EventSplitter {
   // CloseOpenChunk() hands out the events gathered since the last chunk, if any.
   void CloseOpenChunk(std::vector<EventChunk>* out);
   // ResumeBeforeEvent() continues the scan at `offset`, the '{' of an event that follows a ','
+  // (the previous event ending at `previous_event_end`)
   // at the events array's level, as if every byte before it had been fed: the events between
   // were handed out by someone else.
-  void ResumeBeforeEvent(uint64_t offset);
+  void ResumeBeforeEvent(uint64_t offset, uint64_t previous_event_end);
 
  private:
   absl::Status Error(uint64_t offset, const std::string& what) const;
+  absl::Status EventTooLarge() const;
+  bool InsideEvent() const { return in_events_ && stack_.size() > events_depth_; }
   absl::Status OnOpen(char c, uint64_t offset, const char* at, const Block& block);
   absl::Status OnClose(char c, uint64_t offset, const Block& block, std::vector<EventChunk>* out);
   absl::Status CheckGap(const char* begin, const char* end, uint64_t offset);
@@ -120,7 +162,9 @@ class EventSplitter {
   bool bare_array_ = false;
   bool events_started_ = false;
   bool in_events_ = false;
-  size_t events_depth_ = 0;  // stack size inside the events array
+  size_t events_depth_ = 0;   // stack size inside the events array
+  uint64_t event_begin_ = 0;  // the '{' of the event being read, or of the last one
+  uint64_t events_end_ = 0;   // one past the events array's ']', once closed
 
   // Separator checking between events: active from an event's end (or the array's '[') until the
   // next event or the array's end.
@@ -176,6 +220,8 @@ std::optional<EventCut> FindFirstEventCut(std::string_view bytes, uint64_t offse
 
 struct ChunkerOptions {
   size_t chunk_bytes = 2u << 20;
+  uint64_t max_event_bytes = kDefaultMaxEventBytes;  // see SplitterOptions
+  bool salvage_truncated = false;                    // see SplitterOptions
   // Cut at `},{` patterns between events; false: the exact splitter scans everything.
   bool speculate = true;
   // The threads that parse chunks: near the end of a file read at random, chunks shrink (to no
@@ -200,8 +246,11 @@ class EventChunker {
 
   // Feed() takes the next block of the input and appends the chunks it completes to `out`.
   absl::Status Feed(const Block& block, std::vector<EventChunk>* out);
-  // Finish() ends the input: hands out the last chunks and checks the top-level value.
+  // Finish() ends the input: hands out the last chunks and checks the top-level value. With
+  // `salvage_truncated`, an input cut inside its events is salvaged (see truncated()).
   absl::Status Finish(std::vector<EventChunk>* out);
+  // truncated() says what was dropped from a salvaged input; nullopt for a complete one.
+  const std::optional<TruncatedInput>& truncated() const { return truncated_; }
   // Restart() cuts again from `chunk`'s start, exactly as far as its end and speculatively after
   // that; the next Feed() calls must give the input again from its start or from any block
   // before `chunk`. Chunk numbers start again at 0.
@@ -229,12 +278,15 @@ class EventChunker {
   enum class Mode { kExact, kSpeculative, kFile };
 
   absl::Status FeedExact(const Block& block, size_t from, std::vector<EventChunk>* out);
+  absl::Status FeedHeldExactly(std::vector<EventChunk>* out);
   absl::Status FeedSplitter(const Block& block, size_t from, size_t to,
                             std::vector<EventChunk>* out);
-  void CutSpeculatively(std::vector<EventChunk>* out);
+  bool CutSpeculatively(std::vector<EventChunk>* out);
+  bool MayHoldTooLargeAnEvent(const EventCut& cut) const;
   std::optional<EventCut> FindCutNear(uint64_t target);
-  absl::StatusOr<std::optional<EventCut>> FindCutInFile(uint64_t target);
-  void ResumeExact(uint64_t offset, uint64_t exact_until);
+  absl::StatusOr<std::optional<EventCut>> FindCutInFile(uint64_t target, uint64_t* searched_to);
+  void ResumeExact(uint64_t offset, uint64_t previous_event_end, uint64_t exact_until);
+  void StartSpeculationAt(const EventCut& cut);
   void EmitSpeculative(const EventCut& cut, std::vector<EventChunk>* out);
   void Number(std::vector<EventChunk>* out, size_t first);
 
@@ -244,6 +296,7 @@ class EventChunker {
   uint64_t skip_until_ = 0;   // bytes before this offset were already handled
   uint64_t exact_until_ = 0;  // speculate only from cuts at or after this offset
   uint64_t spec_start_ = 0;   // the '{' where the next speculative chunk begins
+  uint64_t spec_after_ = 0;   // one past the '}' of the event before it
   uint64_t searched_to_ = 0;  // no cut lies in [spec_start_ + chunk_bytes, searched_to_)
   std::deque<Block> held_;    // the blocks from spec_start_ on
   uint64_t next_seq_ = 0;
@@ -257,6 +310,7 @@ class EventChunker {
   // end of the input (and closed the events array) before a chunk was rejected.
   std::optional<EventSplitter> at_first_cut_;
   uint64_t rejected_ = 0;
+  std::optional<TruncatedInput> truncated_;
 };
 
 }  // namespace tracefuse

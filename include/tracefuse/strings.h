@@ -10,10 +10,13 @@
 #include <cstdint>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/string_view.h"
@@ -63,6 +66,42 @@ struct StringEq {
 // A hash map keyed by std::string that can be searched with a std::string_view.
 template <typename V>
 using StringMap = absl::flat_hash_map<std::string, V, StringHash, StringEq>;
+
+// StringIndex finds strings of a std::vector<std::string> it does not own by their text, storing
+// only their positions: each string is held once, in the vector (a trace's kernel names can be
+// long). The vector may grow, but must outlive the index and keep every indexed string.
+class StringIndex {
+ public:
+  explicit StringIndex(const std::vector<std::string>* strings)
+      : ids_(0, Hash{strings}, Eq{strings}) {}
+
+  // Find() is the position of `s` in the vector, if indexed.
+  std::optional<uint32_t> Find(std::string_view s) const {
+    auto it = ids_.find(s);
+    if (it == ids_.end()) return std::nullopt;
+    return *it;
+  }
+  // Add() indexes the string at `id`.
+  void Add(uint32_t id) { ids_.insert(id); }
+  void Clear() { ids_.clear(); }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    const std::vector<std::string>* strings;
+    size_t operator()(uint32_t id) const { return StringHash{}((*strings)[id]); }
+    size_t operator()(std::string_view s) const { return StringHash{}(s); }
+  };
+  struct Eq {
+    using is_transparent = void;
+    const std::vector<std::string>* strings;
+    std::string_view At(uint32_t id) const { return (*strings)[id]; }
+    bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+    bool operator()(uint32_t a, std::string_view b) const { return At(a) == b; }
+    bool operator()(std::string_view a, uint32_t b) const { return a == At(b); }
+  };
+  absl::flat_hash_set<uint32_t, Hash, Eq> ids_;
+};
 
 }  // namespace tracefuse
 

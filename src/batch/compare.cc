@@ -32,6 +32,12 @@ absl::StatusOr<Comparison> RunComparison(const std::string& trace1, const std::s
   return comparison;
 }
 
+std::string ReadErrorMessage(const absl::Status& status) {
+  std::string message(status.message());
+  if (IsTruncatedInput(status)) message += " (--lenient reads the events before the cut)";
+  return message;
+}
+
 CompareContext ComparisonContext(const Comparison& comparison, const CompareOptions& options) {
   const PerSide<TraceProfile>& traces = comparison.traces;
   CompareContext context;

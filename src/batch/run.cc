@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <limits>
 
+#include "tracefuse/batch/compare.h"
 #include "tracefuse/batch/summary.h"
 #include "tracefuse/exit_code.h"
 #include "tracefuse/host.h"
 #include "tracefuse/interrupt.h"
 #include "tracefuse/report/json.h"
 #include "tracefuse/report/output_file.h"
+#include "tracefuse/report/stats.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -143,7 +145,13 @@ absl::Status ComparePair(const Manifest& manifest, const ManifestRow& row,
   absl::StatusOr<Comparison> comparison =
       RunComparison(status->trace1, status->trace2, compare, options.pipeline, exit_code);
   if (!comparison.ok()) return comparison.status();
-  for (const TraceProfile& trace : comparison->traces) status->bytes_read += trace.input_bytes;
+  for (const TraceProfile& trace : comparison->traces) {
+    status->bytes_read += trace.input_bytes;
+    if (trace.truncated) {
+      std::fprintf(options.log, "tracefuse: batch: %s: warning: %s: %s\n", row.label.c_str(),
+                   trace.path.c_str(), TruncationText(trace).c_str());
+    }
+  }
   for (const std::string& format : formats) {
     const std::string name = ReportName(row.label, format);
     st = WriteComparison(*comparison, compare, format, PathIn(options.out_dir, name), exit_code);
@@ -172,7 +180,7 @@ void LogPair(std::FILE* log, const PairStatus& s) {
   } else {
     std::fprintf(log, "tracefuse: batch: %s: %s (exit %d): %s\n", s.label.c_str(),
                  std::string(PairStateName(s.state)).c_str(), s.exit_code.value_or(kExitIo),
-                 std::string(s.error.message()).c_str());
+                 ReadErrorMessage(s.error).c_str());
   }
 }
 

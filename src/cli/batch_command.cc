@@ -51,7 +51,7 @@ CLI::App* Declare(CLI::App* app, BatchArgs* a) {
       ->check(CLI::IsMember(FusionFormats()))
       ->capture_default_str();
   cmd->add_flag("--force", a->options.force, "re-run pairs whose status says complete");
-  AddReadOptions(cmd, &a->options.compare.ruleset, &a->options.pipeline.threads);
+  AddReadOptions(cmd, &a->options.compare.ruleset, &a->options.pipeline);
   AddMinGroupSizeOption(cmd, &a->options.compare.min_group_size);
   return cmd;
 }

@@ -19,7 +19,7 @@ int RunBreakdown(const BreakdownArgs& a) {
                 kExitUsage);
   }
   int exit_code = kExitOk;
-  std::optional<TraceProfile> profile = ProfileOne(a.trace, a.ruleset, a.threads, &exit_code);
+  std::optional<TraceProfile> profile = ProfileOne(a, &exit_code);
   if (!profile) return exit_code;
   const TraceProfile& p = *profile;
   std::string out;

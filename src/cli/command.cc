@@ -5,7 +5,9 @@
 #include <cstdio>
 
 #include "fmt/format.h"
+#include "tracefuse/batch/compare.h"
 #include "tracefuse/pipeline.h"
+#include "tracefuse/report/stats.h"
 
 namespace tracefuse::cli {
 
@@ -14,6 +16,17 @@ int Fail(const absl::Status& s, int code) {
   return code;
 }
 int Fail(const absl::Status& s) { return Fail(s, ExitCodeFor(s)); }
+
+int FailReading(const absl::Status& s, int code) {
+  std::fprintf(stderr, "tracefuse: error: %s\n", ReadErrorMessage(s).c_str());
+  return code;
+}
+
+void WarnIfTruncated(const TraceProfile& profile) {
+  if (!profile.truncated) return;
+  std::fprintf(stderr, "tracefuse: warning: %s: %s\n", profile.path.c_str(),
+               TruncationText(profile).c_str());
+}
 
 double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -61,16 +74,25 @@ std::string RulesHelp() {
   return "rule set: a built-in name (" + names + ") or a rule file (.yaml)";
 }
 
-void AddReadOptions(CLI::App* cmd, std::string* ruleset, int* threads) {
+void AddReadOptions(CLI::App* cmd, std::string* ruleset, PipelineOptions* pipeline) {
   cmd->add_option("--ruleset", *ruleset, RulesHelp())->capture_default_str();
-  cmd->add_option("--threads", *threads,
+  cmd->add_option("--threads", pipeline->threads,
                   "worker threads (default: $SLURM_CPUS_PER_TASK, else the CPUs available)")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--lenient", pipeline->salvage_truncated,
+                "read a truncated trace (a profiler killed while writing) up to its last complete "
+                "event, and say what was dropped");
+  cmd->add_option("--max-event-bytes", pipeline->max_event_bytes,
+                  "largest event read (e.g. 512M, 1G); a larger one is an error")
+      ->transform(CLI::AsSizeValue(/*kb_is_1000=*/false))
+      ->check(CLI::PositiveNumber)
+      ->default_str("256M");
 }
 
-void AddTraceOptions(CLI::App* cmd, std::string* output, std::string* ruleset, int* threads) {
+void AddTraceOptions(CLI::App* cmd, std::string* output, std::string* ruleset,
+                     PipelineOptions* pipeline) {
   cmd->add_option("-o,--output", *output, "write to FILE (atomically) instead of stdout");
-  AddReadOptions(cmd, ruleset, threads);
+  AddReadOptions(cmd, ruleset, pipeline);
 }
 
 void AddMinGroupSizeOption(CLI::App* cmd, uint32_t* min_group_size) {
@@ -88,25 +110,25 @@ CLI::App* AddOneTraceCommand(CLI::App* app, const std::string& name, const std::
   cmd->add_option("--format", a->format, "output format")
       ->check(CLI::IsMember(formats))
       ->capture_default_str();
-  AddTraceOptions(cmd, &a->output, &a->ruleset, &a->threads);
+  AddTraceOptions(cmd, &a->output, &a->ruleset, &a->pipeline);
   return cmd;
 }
 
-std::optional<TraceProfile> ProfileOne(const std::string& trace, const std::string& ruleset,
-                                       int threads, int* exit_code) {
-  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(ruleset);
+std::optional<TraceProfile> ProfileOne(const OneTraceArgs& args, int* exit_code) {
+  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(args.ruleset);
   if (!classifier.ok()) {
     *exit_code = Fail(classifier.status(), kExitUsage);
     return std::nullopt;
   }
-  PipelineOptions options;
-  options.threads = threads;
+  PipelineOptions options = args.pipeline;
   options.keep_kernel_records = false;  // per-name and per-group totals suffice
-  absl::StatusOr<std::vector<TraceProfile>> profiles = ProfileTraces({trace}, *classifier, options);
+  absl::StatusOr<std::vector<TraceProfile>> profiles =
+      ProfileTraces({args.trace}, *classifier, options);
   if (!profiles.ok()) {
-    *exit_code = Fail(profiles.status());
+    *exit_code = FailReading(profiles.status(), ExitCodeFor(profiles.status()));
     return std::nullopt;
   }
+  WarnIfTruncated(profiles->front());
   return std::move(profiles->front());
 }
 

@@ -26,16 +26,25 @@ namespace tracefuse::cli {
 // Fail() prints the status as the one-line `tracefuse: error: ...` and returns `code`.
 int Fail(const absl::Status& s, int code);
 int Fail(const absl::Status& s);
+// FailReading() is Fail() for an error met reading traces, by a command that takes --lenient:
+// a truncated trace's message suggests it.
+int FailReading(const absl::Status& s, int code);
+
+// WarnIfTruncated() prints `tracefuse: warning: TRACE: cut at byte ...` for a trace that
+// --lenient salvaged.
+void WarnIfTruncated(const TraceProfile& profile);
 
 double SecondsSince(std::chrono::steady_clock::time_point t);
 
 // RulesHelp() is the --ruleset help, naming the built-in sets.
 std::string RulesHelp();
 
-// AddReadOptions() declares --ruleset and --threads, the options of every command that reads
-// traces; AddTraceOptions() adds -o to them, for the commands that write one output.
-void AddReadOptions(CLI::App* cmd, std::string* ruleset, int* threads);
-void AddTraceOptions(CLI::App* cmd, std::string* output, std::string* ruleset, int* threads);
+// AddReadOptions() declares the options of every command that reads traces: --ruleset, and
+// --threads, --lenient and --max-event-bytes into `pipeline`; AddTraceOptions() adds -o to them,
+// for the commands that write one output.
+void AddReadOptions(CLI::App* cmd, std::string* ruleset, PipelineOptions* pipeline);
+void AddTraceOptions(CLI::App* cmd, std::string* output, std::string* ruleset,
+                     PipelineOptions* pipeline);
 
 // AddMinGroupSizeOption() declares compare's --min-group-size.
 void AddMinGroupSizeOption(CLI::App* cmd, uint32_t* min_group_size);
@@ -65,17 +74,16 @@ struct OneTraceArgs {
   std::string format = "text";
   std::string output = "-";
   std::string ruleset = "tracefuse";
-  int threads = 0;
+  PipelineOptions pipeline;
 };
 
 // AddOneTraceCommand() declares a command that reads one trace and writes it in `formats`.
 CLI::App* AddOneTraceCommand(CLI::App* app, const std::string& name, const std::string& about,
                              const std::vector<std::string>& formats, OneTraceArgs* a);
 
-// ProfileOne() streams one trace with the given rule set; on failure it reports the error and
-// returns nullopt, with the exit code in `exit_code`.
-std::optional<TraceProfile> ProfileOne(const std::string& trace, const std::string& ruleset,
-                                       int threads, int* exit_code);
+// ProfileOne() streams the trace of `args` with its rule set and options; on failure it reports
+// the error and returns nullopt, with the exit code in `exit_code`.
+std::optional<TraceProfile> ProfileOne(const OneTraceArgs& args, int* exit_code);
 
 // Command is one subcommand: its options are declared on the application; run() executes it
 // once the command line has been parsed into them.

@@ -10,18 +10,18 @@ struct CompareArgs {
   std::string output = "-";
   std::string progress = "auto";
   CompareOptions options;
-  int threads = 0;
+  PipelineOptions pipeline;
 };
 
 int RunCompare(const CompareArgs& a) {
-  PipelineOptions options;
-  options.threads = a.threads;
+  PipelineOptions options = a.pipeline;
   std::unique_ptr<ProgressLine> progress = ProgressLine::Start(a.progress, &options);
   int exit_code = kExitOk;
   absl::StatusOr<Comparison> comparison =
       RunComparison(a.trace1, a.trace2, a.options, options, &exit_code);
   progress.reset();
-  if (!comparison.ok()) return Fail(comparison.status(), exit_code);
+  if (!comparison.ok()) return FailReading(comparison.status(), exit_code);
+  for (const TraceProfile& trace : comparison->traces) WarnIfTruncated(trace);
   absl::Status written = WriteComparison(*comparison, a.options, a.format, a.output, &exit_code);
   return written.ok() ? kExitOk : Fail(written, exit_code);
 }
@@ -36,7 +36,7 @@ CLI::App* Declare(CLI::App* app, CompareArgs* a) {
                   "\"tracefuse\" key); csv has one row per kernel type")
       ->check(CLI::IsMember(FusionFormats()))
       ->capture_default_str();
-  AddTraceOptions(cmd, &a->output, &a->options.ruleset, &a->threads);
+  AddTraceOptions(cmd, &a->output, &a->options.ruleset, &a->pipeline);
   AddMinGroupSizeOption(cmd, &a->options.min_group_size);
   AddProgressOption(cmd, &a->progress);
   cmd->add_option("--label1", a->options.label1,

@@ -14,15 +14,14 @@ struct OpsArgs {
   std::string label1, label2;
   size_t top = 20;
   uint32_t max_edit_distance = OpCompareOptions().edit_cap;
-  int threads = 0;
+  PipelineOptions pipeline;
 };
 
 int RunOps(const OpsArgs& a) {
   absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
   if (!classifier.ok())
     return Fail(classifier.status(), ExitCodeFor(classifier.status(), kExitUsage));
-  PipelineOptions options;
-  options.threads = a.threads;
+  PipelineOptions options = a.pipeline;
   std::unique_ptr<ProgressLine> progress = ProgressLine::Start(a.progress, &options);
   OpCompareOptions compare;
   compare.top_instances = a.top;
@@ -30,7 +29,8 @@ int RunOps(const OpsArgs& a) {
   absl::StatusOr<OperatorComparison> c =
       CompareOperators(a.trace1, a.trace2, *classifier, options, compare);
   progress.reset();
-  if (!c.ok()) return Fail(c.status());
+  if (!c.ok()) return FailReading(c.status(), ExitCodeFor(c.status()));
+  for (const TraceProfile& trace : c->traces) WarnIfTruncated(trace);
   OpsContext context;
   const PerSide<TraceProfile>& traces = c->traces;
   context.traces = {{&traces[Side::kTrace1], &traces[Side::kTrace2]}};
@@ -61,7 +61,7 @@ CLI::App* Declare(CLI::App* app, OpsArgs* a) {
                   "per step: past this many inserted and deleted ops, match ops of the same name "
                   "and scope in order instead of aligning the sequences")
       ->capture_default_str();
-  AddTraceOptions(cmd, &a->output, &a->ruleset, &a->threads);
+  AddTraceOptions(cmd, &a->output, &a->ruleset, &a->pipeline);
   AddProgressOption(cmd, &a->progress);
   cmd->add_option("--label1", a->label1, "name for trace 1 (default: its platform)");
   cmd->add_option("--label2", a->label2, "name for trace 2");

@@ -11,7 +11,7 @@ using StatsArgs = OneTraceArgs;
 int RunStats(const StatsArgs& a) {
   auto started = std::chrono::steady_clock::now();
   int exit_code = kExitOk;
-  std::optional<TraceProfile> profile = ProfileOne(a.trace, a.ruleset, a.threads, &exit_code);
+  std::optional<TraceProfile> profile = ProfileOne(a, &exit_code);
   if (!profile) return exit_code;
   double elapsed = SecondsSince(started);
   const TraceProfile& p = *profile;

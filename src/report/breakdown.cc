@@ -7,6 +7,7 @@
 
 #include "report/formatting.h"
 #include "report/py_json_writer.h"
+#include "tracefuse/report/stats.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -123,6 +124,7 @@ std::string BreakdownJson(const TraceProfile& p, size_t top) {
   w.Field("rule_set", p.classifier->rule_set().name());
   w.Field("kernels", p.kernel_count);
   w.Field("kernel_time_us", MillisAsMicros(total));
+  WriteTruncation(p, &w);
   const CategoryTotals fallback = FallbackTotals(p);
   w.Field("fallback_rule_kernels", fallback.kernels);
   w.Field("fallback_rule_time_share", Share(fallback.time_ns, total));
@@ -163,6 +165,7 @@ std::string BreakdownText(const TraceProfile& p, size_t top) {
       fmt::format("{}: {} [{}], {} kernels, {:.3f} ms kernel time, rule set {}\n\n", p.path,
                   GpuText(p), PlatformName(p.platform), Thousands(p.kernel_count), Millis(total),
                   p.classifier->rule_set().name());
+  if (p.truncated) out.insert(out.size() - 1, StrCat("truncated: ", TruncationText(p), "\n"));
   size_t width = 8;
   for (const CategoryBreakdown& c : cats)
     width = std::max(width, p.category_name(c.category).size());

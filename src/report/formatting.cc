@@ -50,4 +50,16 @@ std::string CsvField(const std::string& field) {
   return quoted + "\"";
 }
 
+void WriteTruncation(const TraceProfile& profile, PyJsonWriter* w) {
+  w->Key("truncated");
+  if (!profile.truncated) {
+    w->Null();
+    return;
+  }
+  w->BeginObject();
+  ForEachTruncationField(*profile.truncated,
+                         [w](const char* key, const auto& value) { w->Field(key, value); });
+  w->EndObject();
+}
+
 }  // namespace tracefuse

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "report/py_json_writer.h"
 #include "tracefuse/reduce.h"
 
 namespace tracefuse {
@@ -57,6 +58,21 @@ class Page {
   const bool markdown_;
   std::string out_;
 };
+
+// ForEachTruncationField() calls field(key, value) for each field of a salvaged trace's
+// "truncated" object in the JSON reports (see TraceProfile::truncated).
+template <typename Field>
+void ForEachTruncationField(const TruncatedInput& t, Field&& field) {
+  field("cut", Describe(t));
+  field("input_bytes", t.input_bytes);
+  field("kept_bytes", t.kept_bytes);
+  field("dropped_bytes", t.dropped_bytes());
+  field("dropped_events", t.dropped_events());
+}
+
+// WriteTruncation() writes the "truncated" field of a trace's JSON object: null for a complete
+// trace.
+void WriteTruncation(const TraceProfile& profile, PyJsonWriter* w);
 
 // CsvField() quotes a field as RFC 4180 wants: when it holds a separator, a quote or a line
 // break, with quotes doubled. Kernel names hold commas.

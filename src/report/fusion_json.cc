@@ -126,6 +126,7 @@ void TraceJson(Side s, const FusionSide& side, const std::vector<FusionTypeRow>&
   w->Field("kernels_without_correlation", p.kernels_without_correlation);
   w->Field("kernels_with_bad_times", p.kernels_with_bad_times);
   w->Field("kernels_without_name", p.kernels_without_name);
+  WriteTruncation(p, w);
   w->Field("kernel_time_us", MillisAsMicros(side.kernel_time_ns));
   w->Key("kernel_time_us_by_category");
   w->BeginObject();

@@ -9,6 +9,7 @@
 #include "report/formatting.h"
 #include "report/fusion_view.h"
 #include "tracefuse/report/fusion.h"
+#include "tracefuse/report/stats.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -74,6 +75,11 @@ void FusionPage::Header() {
     Line("|---|---|---|---|---:|---:|---:|");
   }
   for (Side s : kSides) Line(TraceLine(view_.sides[s]));
+  for (Side s : kSides) {
+    const TraceProfile& p = *view_.sides[s].profile;
+    if (p.truncated)
+      Line(fmt::format("{}{} truncated: {}", Bullet("  "), Label(s), TruncationText(p)));
+  }
   Line(fmt::format("{}Matched correlation groups: {}; rule set: {}", markdown_ ? "\n" : "  ",
                    view_.matched_groups, view_.rule_set));
 }

@@ -47,6 +47,19 @@ Json StageCpuJson(const StageCpuSeconds& cpu) {
 
 }  // namespace
 
+std::string TruncationText(const TraceProfile& profile) {
+  if (!profile.truncated) return "";
+  const TruncatedInput& t = *profile.truncated;
+  const std::string compressed =
+      profile.compressed ? fmt::format(" (uncompressed; the {} data ends after {} bytes)",
+                                       profile.compression, profile.file_bytes)
+                         : "";
+  return fmt::format(
+      "cut at byte {}{}, {}: read up to byte {}; dropped {} bytes, {} incomplete event{}",
+      t.input_bytes, compressed, Describe(t), t.kept_bytes, t.dropped_bytes(), t.dropped_events(),
+      t.dropped_events() == 1 ? "" : "s");
+}
+
 Json StatsJson(const TraceProfile& p, double elapsed) {
   Json j;
   j["trace"] = p.path;
@@ -68,6 +81,12 @@ Json StatsJson(const TraceProfile& p, double elapsed) {
   j["kernels_without_correlation"] = p.kernels_without_correlation;
   j["kernels_with_bad_times"] = p.kernels_with_bad_times;
   j["kernels_without_name"] = p.kernels_without_name;
+  j["truncated"] = nullptr;
+  if (p.truncated) {
+    Json& t = j["truncated"];
+    ForEachTruncationField(*p.truncated,
+                           [&t](const char* key, const auto& value) { t[key] = value; });
+  }
   j["rule_set"] = p.classifier->rule_set().name();
   j["categories"] = CategoriesJson(p);
   j["elapsed_seconds"] = elapsed;
@@ -104,6 +123,7 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
   if (p.kernels_with_bad_times > 0) {
     line("kernels with bad ts/dur", Thousands(p.kernels_with_bad_times));
   }
+  if (p.truncated) line("truncated", TruncationText(p));
   line("elapsed", fmt::format("{:.3f} s ({:.2f} GB/s)", elapsed, GbPerSecond(p, elapsed)));
   return out;
 }

@@ -32,6 +32,10 @@ absl::StatusOr<Comparison> RunComparison(const std::string& trace1, const std::s
                                          const CompareOptions& options,
                                          const PipelineOptions& pipeline, int* exit_code);
 
+// ReadErrorMessage() is the message of an error met reading traces as `tracefuse` prints it: a
+// truncated trace's suggests --lenient, which reads it up to the cut.
+std::string ReadErrorMessage(const absl::Status& status);
+
 // ComparisonContext() is what the reports of `comparison` show besides the analysis: its traces,
 // their labels, the options and the timings. It points into `comparison`.
 CompareContext ComparisonContext(const Comparison& comparison, const CompareOptions& options);

@@ -47,7 +47,7 @@ struct BatchOptions {
   std::vector<std::string> formats = {"json"};
   bool force = false;        // re-run pairs that are complete
   CompareOptions compare;    // the command line's; a row's options override them
-  PipelineOptions pipeline;  // threads
+  PipelineOptions pipeline;  // threads, --lenient, --max-event-bytes
   std::FILE* log = stderr;   // one progress line per pair
 };
 

@@ -14,6 +14,11 @@ namespace tracefuse {
 // time, reported with the throughput it implies.
 Json StatsJson(const TraceProfile& profile, double elapsed_seconds);
 
+// TruncationText() says what was dropped from a trace salvaged by --lenient (see
+// TraceProfile::truncated), for reports and warnings: "cut at byte 5000, inside an event: read up
+// to byte 4810; dropped 190 bytes, 1 incomplete event". "" for a complete trace.
+std::string TruncationText(const TraceProfile& profile);
+
 // StatsText() is StatsJson() for people: one aligned "key value" line each.
 std::string StatsText(const TraceProfile& profile, double elapsed_seconds);
 
