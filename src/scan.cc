@@ -346,8 +346,11 @@ absl::Status EventSplitter::OnClose(char c, uint64_t offset, const Block& block,
   }
   if (stack_.empty()) {
     finished_ = true;
-    AppendMetadata(block.data + (copy_from_ - block.offset),
-                   block.data + (offset - block.offset) + 1);
+    // Only while copying is copy_from_ in this block: a bare array's lies where it began.
+    if (copying_metadata_) {
+      AppendMetadata(block.data + (copy_from_ - block.offset),
+                     block.data + (offset - block.offset) + 1);
+    }
     copying_metadata_ = false;
   }
   return absl::OkStatus();

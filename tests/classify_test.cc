@@ -350,7 +350,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{"rules:\n  - {category: A, words: x, fallback: true}\n  - {category: B, "
                 "contains: y}\n",
                 "my.yaml:3: a specific rule after a fallback rule (fallback rules come last)"},
-        BadFile{"rules: [\n", "my.yaml:2: end of sequence flow not found"}));
+        BadFile{"rules: [\n", "my.yaml:2: end of sequence flow not found"},
+        // Control characters quoted from the file show as escapes: an error is one line.
+        BadFile{"\"ru\\tles\": []\n", "my.yaml:1: unknown key 'ru\\x09les'"}));
+
+// Found by fuzz_rules: yaml-cpp quotes the character it stumbled on, here a newline.
+TEST(RuleFiles, AnErrorIsOneLineWhateverTheFileHolds) {
+  auto r = RuleSet::FromYaml(std::string("\xff\x00\n", 3), "my.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "my.yaml:2: unknown escape character: \\x0a");
+}
 
 TEST(RuleFiles, AtMost256CategoriesSoThatEachFitsAByte) {
   auto file = [](int n) {

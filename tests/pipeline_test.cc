@@ -505,6 +505,31 @@ TEST(Pipeline, DamagedTracesFailAlikeWithSpeculativeCuts) {
   EXPECT_GE(same_message, errors * 95 / 100);
 }
 
+// Found by fuzz_trace: an event with a ':' after a value and an extra '}' after it passed
+// simdjson, the '}' closing the event, so a speculative chunk around it was accepted where the
+// exact splitter rejects the '}': read at random (plain) and as a stream (gzip) alike.
+TEST(Pipeline, AColonAfterAValueFailsAlikeWithSpeculativeCuts) {
+  const std::string text =
+      "{\"traceEvents\": [\n"
+      "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 1, \"dur\": 1},\n"
+      "  {\"ph\": \"X\": 7, \"a\": 1}\n  },\n"
+      "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"b\", \"ts\": 2, \"dur\": 1}\n]}\n";
+  testing::TempDir dir;
+  const std::string plain = dir.File("colon.json", text);
+  ASSERT_EQ(std::system(("gzip -k " + plain).c_str()), 0);
+  for (const std::string& path : {plain, plain + ".gz"}) {
+    PipelineOptions o;
+    o.chunk_bytes = 1;  // a chunk per event
+    o.speculative_cuts = false;
+    auto exact = Profile(path, o);
+    ASSERT_FALSE(exact.ok()) << path;
+    o.speculative_cuts = true;
+    auto speculative = Profile(path, o);
+    ASSERT_FALSE(speculative.ok()) << path;
+    EXPECT_EQ(speculative.status(), exact.status()) << path;
+  }
+}
+
 }  // namespace
 }  // namespace tracefuse
 
