@@ -456,20 +456,15 @@ class DecompressingSource : public ByteSource {
     std::shared_ptr<char> buf = pool_->Acquire();
     size_t have = 0;
     while (have < pool_->buffer_bytes()) {
-      if (in_used_ == in_.size) {
+      if (in_used_ == in_.size && !input_ended_) {
         absl::StatusOr<bool> more = inner_->Next(&in_);
         if (!more.ok()) return more.status();
         if (*more) in_used_ = 0;
-        if (!*more) {
-          if (!frame_ended_) {
-            truncated_message_ =
-                StrCat(path(), ": truncated ", format_.name, " data after ", compressed_read(),
-                       " compressed bytes (", produced_ + have, " bytes ", format_.decoded, ")");
-            if (!accept_truncated_) return TruncatedInputError(truncated_message_);
-          }
-          done_ = true;
-          break;
-        }
+        input_ended_ = !*more;
+      }
+      if (input_ended_ && frame_ended_) {
+        done_ = true;
+        break;
       }
       if (frame_ended_) {
         // Another frame follows the previous one (as `cat a.gz b.gz` produces).
@@ -487,6 +482,16 @@ class DecompressingSource : public ByteSource {
         return absl::DataLossError(StrCat(path(), ": corrupt ", format_.name,
                                           " data near compressed byte ", compressed_read(), ": ",
                                           step.error));
+      }
+      // The input ended inside a frame, once the decoder has given what it still held (it keeps
+      // output back when the buffer is full), whatever the buffer size.
+      if (input_ended_ && !frame_ended_ && step.produced == 0) {
+        truncated_message_ =
+            StrCat(path(), ": truncated ", format_.name, " data after ", compressed_read(),
+                   " compressed bytes (", produced_ + have, " bytes ", format_.decoded, ")");
+        if (!accept_truncated_) return TruncatedInputError(truncated_message_);
+        done_ = true;
+        break;
       }
     }
     if (have == 0) return false;
@@ -516,6 +521,7 @@ class DecompressingSource : public ByteSource {
   size_t in_used_ = 0;  // bytes of in_ decoded
   uint64_t produced_ = 0;
   bool frame_ended_ = false;
+  bool input_ended_ = false;  // the compressed input has no more bytes
   bool done_ = false;
   double inflate_cpu_seconds_ = 0;
   bool accept_truncated_;

@@ -285,7 +285,9 @@ absl::Status EventSplitter::OnOpen(char c, uint64_t offset, const char* at, cons
     copy_from_ = offset;
     if (MetadataEndsWithEventsKey() && copying_metadata_) {
       metadata_.push_back('[');
-      leading_metadata_bytes_ = metadata_.size();
+      // A second events array (a duplicate key) is read as events too; the leading keys are
+      // those before the first.
+      if (!events_started_) leading_metadata_bytes_ = metadata_.size();
       copying_metadata_ = false;
       in_events_ = true;
       events_started_ = true;
