@@ -439,11 +439,15 @@ simdjson::error_code ForEachField(od::object object, OnField&& on_field) {
     if ((err = field.key().get(key))) return err;
     od::value value;
     if ((err = field.value().get(value))) return err;
-    // simdjson skips a string value that a ':' follows as if it were a key, taking what follows
-    // for the value: `{"a": "x": 1} }` would parse, its extra '}' closing the object (found by
-    // fuzz_trace). A ':' after a value is malformed JSON whatever else follows.
+    // simdjson skips a missing value (`"a": }`) as a value that ends there, and a string that a
+    // ':' follows as a key, taking what follows for the value: `{"a": "x": 1} }` and
+    // `{"a": }}` would parse, the extra '}' closing the object (found by fuzz_trace). Both are
+    // malformed JSON whatever follows.
     const std::string_view raw = value.raw_json_token();
-    if (raw[0] == '"' && raw.data()[raw.size()] == ':') return simdjson::TAPE_ERROR;
+    if (std::string_view(",:]}").find(raw[0]) != std::string_view::npos ||
+        (raw[0] == '"' && raw.data()[raw.size()] == ':')) {
+      return simdjson::TAPE_ERROR;
+    }
     if ((err = on_field(key, value))) return err;
   }
   return err;

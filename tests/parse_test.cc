@@ -124,13 +124,16 @@ TEST(ChunkParser, ReportsInputOffsetOfMalformedEvent) {
       << s.message();
 }
 
-// simdjson skips a string value that a ':' follows as if it were a key, taking what follows for
-// the value: with an extra '}' after the event, the event parsed (found by fuzz_trace).
-TEST(ChunkParser, RejectsAColonAfterAValue) {
+// simdjson skips a missing value as a value that ends there, and a string value that a ':'
+// follows as if it were a key: with an extra '}' after the event, the event parsed (found by
+// fuzz_trace).
+TEST(ChunkParser, RejectsAMissingValueAndAColonAfterAValue) {
   ChunkParser parser(64);
   ParsedChunk out;
-  for (const char* events : {R"({"ph": "X": 7, "a": 1} })", R"({"ph": "X": 7})",
-                             R"({"cat": "kernel", "args": {"stream": "7": 1}} })"}) {
+  for (const char* events :
+       {R"({"ph": "X": 7, "a": 1} })", R"({"ph": "X": 7})", R"({"pid":}})", R"({"a": , "b": 1}})",
+        R"({"a": ]})", R"({"a": : 1}})", R"({"cat": "kernel", "args": {"stream": "7": 1}} })",
+        R"({"cat": "kernel", "args": {"stream": }}})"}) {
     absl::Status s = parser.Parse(ChunkOf(events, 100), "f.json", &out);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << events;
     EXPECT_TRUE(absl::StartsWith(std::string(s.message()), "f.json: malformed JSON at byte 1"))

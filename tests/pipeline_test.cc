@@ -505,21 +505,28 @@ TEST(Pipeline, DamagedTracesFailAlikeWithSpeculativeCuts) {
   EXPECT_GE(same_message, errors * 95 / 100);
 }
 
-// Found by fuzz_trace: an event with a ':' after a value and an extra '}' after it passed
-// simdjson, the '}' closing the event, so a speculative chunk around it was accepted where the
-// exact splitter rejects the '}': read at random (plain) and as a stream (gzip) alike.
-TEST(Pipeline, AColonAfterAValueFailsAlikeWithSpeculativeCuts) {
-  const std::string text =
-      "{\"traceEvents\": [\n"
-      "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 1, \"dur\": 1},\n"
-      "  {\"ph\": \"X\": 7, \"a\": 1}\n  },\n"
-      "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"b\", \"ts\": 2, \"dur\": 1}\n]}\n";
+// Found by fuzz_trace: an event with a ':' after a value, or a missing value, and an extra '}'
+// after it passed simdjson, the '}' closing the event, so a speculative chunk around it was
+// accepted where the exact splitter rejects the '}': read at random (plain) and as a stream
+// (gzip) alike.
+TEST(Pipeline, MalformedValuesFailAlikeWithSpeculativeCuts) {
   testing::TempDir dir;
-  const std::string plain = dir.File("colon.json", text);
-  ASSERT_EQ(std::system(("gzip -k " + plain).c_str()), 0);
-  for (const std::string& path : {plain, plain + ".gz"}) {
+  std::vector<std::string> paths;
+  for (const char* damaged : {R"({"ph": "X": 7, "a": 1})", R"({"ph": "X", "pid":})"}) {
+    const std::string text =
+        "{\"traceEvents\": [\n"
+        "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 1, \"dur\": 1},\n  " +
+        std::string(damaged) +
+        "\n  },\n"
+        "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"b\", \"ts\": 2, \"dur\": 1}\n]}\n";
+    paths.push_back(dir.File("d" + std::to_string(paths.size() / 2) + ".json", text));
+    ASSERT_EQ(std::system(("gzip -k " + paths.back()).c_str()), 0);
+    paths.push_back(paths.back() + ".gz");
+  }
+  for (const std::string& path : paths) {
     PipelineOptions o;
-    o.chunk_bytes = 1;  // a chunk per event
+    o.host_activity = true;  // reads pid and tid
+    o.chunk_bytes = 1;       // a chunk per event
     o.speculative_cuts = false;
     auto exact = Profile(path, o);
     ASSERT_FALSE(exact.ok()) << path;
