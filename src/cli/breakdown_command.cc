@@ -29,9 +29,10 @@ int RunBreakdown(const BreakdownArgs& a) {
     options.ruleset = a.ruleset;
     out = SuggestRulesYaml(p, options);
   } else {
-    out = a.format == "json"  ? BreakdownJson(p, a.top)
-          : a.format == "csv" ? BreakdownCsv(p, a.top)
-                              : BreakdownText(p, a.top);
+    out = a.format == "json"   ? BreakdownJson(p, a.top)
+          : a.format == "csv"  ? BreakdownCsv(p, a.top)
+          : a.format == "html" ? BreakdownHtml(p, a.top)
+                               : BreakdownText(p, a.top);
   }
   absl::Status written = WriteOutput(a.output, out);
   return written.ok() ? kExitOk : Fail(written, kExitIo);
@@ -41,7 +42,7 @@ CLI::App* Declare(CLI::App* app, BreakdownArgs* a) {
   CLI::App* cmd = AddOneTraceCommand(app, "breakdown",
                                      "Kernel time per category, the top kernels of each, and the "
                                      "top unclassified kernels of one trace",
-                                     {"text", "json", "csv"}, a);
+                                     {"text", "json", "csv", "html"}, a);
   a->top_option = cmd->add_option("--top", a->top,
                                   "kernels listed per category; with --suggest, the most rules "
                                   "suggested (default 10)")

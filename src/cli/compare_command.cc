@@ -32,7 +32,8 @@ CLI::App* Declare(CLI::App* app, CompareArgs* a) {
   cmd->add_option("TRACE1", a->trace1, "first trace (.json, .json.gz or .json.zst)")->required();
   cmd->add_option("TRACE2", a->trace2, "second trace (.json, .json.gz or .json.zst)")->required();
   cmd->add_option("--format", a->format,
-                  "text and markdown for people; json keeps wafer's schema (plus a "
+                  "text and markdown for people; html is one self-contained page for a browser "
+                  "(bars, aligned groups, drill-downs); json keeps wafer's schema (plus a "
                   "\"tracefuse\" key); csv has one row per kernel type")
       ->check(CLI::IsMember(FusionFormats()))
       ->capture_default_str();

@@ -49,6 +49,8 @@ int RunMerge(const MergeArgs& a) {
     out = DumpJson(MergeJson(*summary)) + "\n";
   } else if (a.format == "csv") {
     out = MergeCsv(*summary);
+  } else if (a.format == "html") {
+    out = MergeHtml(*summary);
   } else {
     out = MergeText(*summary, a.format == "markdown");
   }
@@ -70,8 +72,9 @@ CLI::App* Declare(CLI::App* app, MergeArgs* a) {
                   "the batch's manifest (default: the one the status files record), to find "
                   "pairs without a status file");
   cmd->add_option("--format", a->format,
-                  "text and markdown fit one screen; csv has one row per pair; json has it all")
-      ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))
+                  "text and markdown fit one screen; html is one self-contained page for a "
+                  "browser; csv has one row per pair; json has it all")
+      ->check(CLI::IsMember({"text", "markdown", "csv", "json", "html"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", a->output, "write to FILE (atomically) instead of stdout");
   cmd->add_option("--top", a->top, "fusion opportunities listed per pair (csv, json)")

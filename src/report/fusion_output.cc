@@ -4,7 +4,7 @@
 namespace tracefuse {
 
 const std::vector<std::string>& FusionFormats() {
-  static const std::vector<std::string> formats = {"text", "json", "csv", "markdown"};
+  static const std::vector<std::string> formats = {"text", "json", "csv", "markdown", "html"};
   return formats;
 }
 
@@ -20,8 +20,9 @@ absl::Status WriteFusionReport(const FusionReport& report, const CompareContext&
     return WriteStreamedOutput(
         path, [&](OutputFile* out) { return WriteFusionJson(report, context, out); });
   }
-  const std::string out = format == "csv" ? FusionCsv(report, context)
-                                          : FusionText(report, context, format == "markdown");
+  const std::string out = format == "csv"    ? FusionCsv(report, context)
+                          : format == "html" ? FusionHtml(report, context)
+                                             : FusionText(report, context, format == "markdown");
   return WriteOutput(path, out);
 }
 

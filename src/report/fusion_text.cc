@@ -139,11 +139,8 @@ void FusionPage::Opportunities() {
 }
 
 std::string FusionPage::OpportunityLine(const FusionOpportunity& o) const {
-  return fmt::format(
-      "{}{}: fused by {} ({} fewer calls) - {} {} vs {} {} kernels {}; {:.3f} vs {:.3f} ms",
-      Bullet("  "), o.kernel_type, Label(o.fused_by), RatioText(o.ratio), Label(Side::kTrace1),
-      Thousands(o.trace1_total), Label(Side::kTrace2), Thousands(o.trace2_total),
-      OpportunityScope(o), o.trace1_time_ms, o.trace2_time_ms);
+  return StrCat(Bullet("  "), o.kernel_type, ": ",
+                OpportunitySentence(o, {{Label(Side::kTrace1), Label(Side::kTrace2)}}));
 }
 
 // The top folded mappings of each kind.

@@ -7,6 +7,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
 #include "report/formatting.h"
+#include "tracefuse/op_compare.h"
+#include "tracefuse/strings.h"
 
 namespace tracefuse {
 namespace {
@@ -32,6 +34,7 @@ class MappingFolder {
     FoldedMapping& f = folded_[it->second];
     f.groups += m.correlation_groups ? 1 : 0;
     f.calls += m.pattern_count;
+    if (f.example == nullptr && m.correlation_groups) f.example = &m;
   }
   std::vector<FoldedMapping> ByCalls() && {
     std::stable_sort(
@@ -108,6 +111,59 @@ FusionView MakeFusionView(const FusionReport& report, const CompareContext& cont
   return view;
 }
 
+std::vector<std::vector<GroupKernel>> GroupKernels(const TraceProfile& profile,
+                                                   const std::vector<int64_t>& correlations) {
+  absl::flat_hash_map<int64_t, size_t> wanted;  // correlation id -> index in `correlations`
+  for (size_t i = 0; i < correlations.size(); ++i) wanted.try_emplace(correlations[i], i);
+  constexpr uint32_t kNotWanted = UINT32_MAX;
+  std::vector<uint32_t> slot_of_group(profile.group_correlation.size(), kNotWanted);
+  for (uint32_t g = 0; g < profile.group_correlation.size(); ++g) {
+    auto it = wanted.find(profile.group_correlation[g]);
+    if (it != wanted.end()) slot_of_group[g] = static_cast<uint32_t>(it->second);
+  }
+  std::vector<std::vector<std::pair<int64_t, GroupKernel>>> timed(correlations.size());
+  const std::vector<CategoryId> categories = profile.NameCategories();
+  profile.kernels.ForEach([&](const KernelRecord& k) {
+    if (k.group == kNoGroup || slot_of_group[k.group] == kNotWanted) return;
+    timed[slot_of_group[k.group]].push_back({k.ts_ns, {k.name, categories[k.name], k.dur_ns}});
+  });
+  std::vector<std::vector<GroupKernel>> groups(correlations.size());
+  for (size_t i = 0; i < correlations.size(); ++i) {
+    std::stable_sort(timed[i].begin(), timed[i].end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [ts, kernel] : timed[i]) groups[i].push_back(kernel);
+  }
+  for (size_t i = 0; i < correlations.size(); ++i) {
+    if (wanted.at(correlations[i]) != i) groups[i] = groups[wanted.at(correlations[i])];
+  }
+  return groups;
+}
+
+std::vector<AlignedColumn> AlignGroups(const PerSide<std::vector<GroupKernel>>& groups) {
+  PerSide<std::vector<uint32_t>> types;
+  for (Side s : kSides)
+    for (const GroupKernel& k : groups[s]) types[s].push_back(k.category);
+  std::vector<std::pair<uint32_t, uint32_t>> matches =
+      MyersMatches(types[Side::kTrace1], types[Side::kTrace2]);
+  // A sentinel match past both ends lays out the stretch after the last common type.
+  matches.emplace_back(types[Side::kTrace1].size(), types[Side::kTrace2].size());
+  std::vector<AlignedColumn> columns;
+  PerSide<uint32_t> next{{0, 0}};
+  for (const auto& [a, b] : matches) {
+    const PerSide<uint32_t> end{{a, b}};
+    while (next[Side::kTrace1] < end[Side::kTrace1] || next[Side::kTrace2] < end[Side::kTrace2]) {
+      AlignedColumn column;
+      for (Side s : kSides)
+        if (next[s] < end[s]) column.kernel[s] = next[s]++;
+      columns.push_back(column);
+    }
+    if (a == types[Side::kTrace1].size()) break;
+    columns.push_back({{{a, b}}, true});
+    next = {{a + 1, b + 1}};
+  }
+  return columns;
+}
+
 const char* MappingKindName(FusionMapping::Kind kind) {
   switch (kind) {
     case FusionMapping::Kind::kSequence:
@@ -120,6 +176,14 @@ const char* MappingKindName(FusionMapping::Kind kind) {
       return "chain";
   }
   return "";
+}
+
+std::string OpportunitySentence(const FusionOpportunity& o, const PerSide<std::string>& labels) {
+  return fmt::format(
+      "fused by {} ({} fewer calls) - {} {} vs {} {} kernels {}; {:.3f} vs {:.3f} ms",
+      labels[o.fused_by], RatioText(o.ratio), labels[Side::kTrace1], Thousands(o.trace1_total),
+      labels[Side::kTrace2], Thousands(o.trace2_total), OpportunityScope(o), o.trace1_time_ms,
+      o.trace2_time_ms);
 }
 
 std::string OpportunityScope(const FusionOpportunity& o) {

@@ -12,6 +12,13 @@ namespace tracefuse {
 // that never finished and the missing ones, each in pair order.
 std::vector<const MergedPair*> ProblemPairs(const MergeSummary& summary);
 
+// Disparity() is how much the sides' kernel times differ, either way: max(t1/t2, t2/t1).
+double Disparity(const MergedPair& pair);
+
+// ByDisparity() is the complete pairs with a report, those whose kernel time differs most
+// between the sides first (ties in pair order).
+std::vector<const MergedPair*> ByDisparity(const MergeSummary& summary);
+
 }  // namespace tracefuse
 
 #endif  // TRACEFUSE_SRC_REPORT_MERGE_FORMAT_H_

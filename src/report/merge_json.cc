@@ -1,5 +1,6 @@
 // `tracefuse merge --format json`: the whole summary (schema in tracefuse/report/merge.h), and
 // what the summary's formats share.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -116,6 +117,23 @@ size_t MergeSummary::Count(PairState state) const {
 
 bool MergeSummary::Complete() const {
   return manifest_error.empty() && !pairs.empty() && Count(PairState::kComplete) == pairs.size();
+}
+
+double Disparity(const MergedPair& p) {
+  const double a = p.traces[Side::kTrace1].kernel_time_us;
+  const double b = p.traces[Side::kTrace2].kernel_time_us;
+  if (a <= 0 && b <= 0) return 1;
+  return Ratio(std::max(a, b), std::min(a, b));
+}
+
+std::vector<const MergedPair*> ByDisparity(const MergeSummary& summary) {
+  std::vector<const MergedPair*> pairs;
+  for (const MergedPair& p : summary.pairs)
+    if (p.state == PairState::kComplete && p.has_report) pairs.push_back(&p);
+  std::stable_sort(pairs.begin(), pairs.end(), [](const MergedPair* a, const MergedPair* b) {
+    return Disparity(*a) > Disparity(*b);
+  });
+  return pairs;
 }
 
 std::vector<const MergedPair*> ProblemPairs(const MergeSummary& summary) {

@@ -57,14 +57,6 @@ std::string BothSides(const PerSide<T>& v) {
   return StrCat(v[Side::kTrace1], "/", v[Side::kTrace2]);
 }
 
-// Disparity() is how much the sides' kernel times differ, either way: max(t1/t2, t2/t1).
-double Disparity(const MergedPair& p) {
-  const double a = p.traces[Side::kTrace1].kernel_time_us;
-  const double b = p.traces[Side::kTrace2].kernel_time_us;
-  if (a <= 0 && b <= 0) return 1;
-  return Ratio(std::max(a, b), std::min(a, b));
-}
-
 struct Column {
   std::string header;
   size_t width;  // at most
@@ -238,10 +230,7 @@ void MergePage::RecurringOpportunities() {
 
 // The complete pairs whose kernel time differs most between the sides.
 void MergePage::Pairs() {
-  std::vector<const MergedPair*> shown = complete_;
-  std::stable_sort(shown.begin(), shown.end(), [](const MergedPair* a, const MergedPair* b) {
-    return Disparity(*a) > Disparity(*b);
-  });
+  std::vector<const MergedPair*> shown = ByDisparity(s_);
   if (shown.size() > kMaxPairs) shown.resize(kMaxPairs);
   Heading(fmt::format("Pairs ({} of {} complete, largest kernel-time ratio either way first)",
                       shown.size(), complete_.size()));

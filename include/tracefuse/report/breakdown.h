@@ -21,6 +21,10 @@ std::string BreakdownText(const TraceProfile& profile, size_t top);
 // BreakdownCsv() has one row per category (empty kernel column) followed by a row per top kernel.
 std::string BreakdownCsv(const TraceProfile& profile, size_t top);
 
+// BreakdownHtml() is the breakdown as one self-contained HTML page (no script, no request):
+// the categories as bars and a table, each category's top kernels, the unclassified kernels.
+std::string BreakdownHtml(const TraceProfile& profile, size_t top);
+
 }  // namespace tracefuse
 
 #endif  // TRACEFUSE_REPORT_BREAKDOWN_H_

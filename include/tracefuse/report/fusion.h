@@ -40,11 +40,17 @@ std::string FusionText(const FusionReport& report, const CompareContext& context
 // the type's fusion opportunity, if any, for spreadsheets.
 std::string FusionCsv(const FusionReport& report, const CompareContext& context);
 
-// FusionFormats() are the formats of a fusion report: text, json, csv, markdown.
+// FusionHtml() is the report as one self-contained HTML page (no script, no request): both
+// traces, kernel time per category as paired bars, the opportunities by impact, the folded
+// mappings, for the top mappings one matched group of each side aligned like a diff, and each
+// category's top kernels. Every list is capped, so the page stays small for any pair.
+std::string FusionHtml(const FusionReport& report, const CompareContext& context);
+
+// FusionFormats() are the formats of a fusion report: text, json, csv, markdown, html.
 const std::vector<std::string>& FusionFormats();
 
 // FusionFormatExtension() is the file extension of a format of FusionFormats(): txt, json, csv,
-// md.
+// md, html.
 std::string FusionFormatExtension(const std::string& format);
 
 // WriteFusionReport() writes the report in `format` (one of FusionFormats()) to `path` ("-" for

@@ -175,6 +175,11 @@ std::string MergeText(const MergeSummary& summary, bool markdown);
 // MergeCsv() has one row per pair (all of them) with the per-pair fields.
 std::string MergeCsv(const MergeSummary& summary);
 
+// MergeHtml() is the summary as one self-contained HTML page (no script, no request): state
+// counts, kernel time per category as paired bars, recurring opportunities, the pairs whose
+// kernel time differs most (200 at most) and the problems (200 at most).
+std::string MergeHtml(const MergeSummary& summary);
+
 // MergeJson() is the whole summary in the schema above.
 Json MergeJson(const MergeSummary& summary);
 

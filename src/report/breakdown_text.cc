@@ -1,0 +1,61 @@
+// `tracefuse breakdown --format text`.
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "report/breakdown_view.h"
+#include "report/formatting.h"
+#include "tracefuse/report/breakdown.h"
+#include "tracefuse/report/stats.h"
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+
+namespace {
+
+// FallbackNote() says how much rests on fallback rules, when anything does.
+std::string FallbackNote(const TraceProfile& p, int64_t total) {
+  const CategoryTotals fallback = FallbackTotals(p);
+  if (fallback.kernels == 0) return "";
+  return fmt::format(
+      "\n~ classified by a fallback rule (a word of the name, no rule for its library): {} "
+      "kernels, {:.3f} ms, {:.1f}% of kernel time ('tracefuse rules' lists them)\n",
+      Thousands(fallback.kernels), Millis(fallback.time_ns), 100 * Share(fallback.time_ns, total));
+}
+
+}  // namespace
+
+std::string BreakdownText(const TraceProfile& p, size_t top) {
+  const int64_t total = KernelTimeNs(p);
+  const std::vector<CategoryBreakdown> cats = Breakdown(p, top);
+  std::string out =
+      fmt::format("{}: {} [{}], {} kernels, {:.3f} ms kernel time, rule set {}\n\n", p.path,
+                  GpuText(p), PlatformName(p.platform), Thousands(p.kernel_count), Millis(total),
+                  p.classifier->rule_set().name());
+  if (p.truncated) out.insert(out.size() - 1, StrCat("truncated: ", TruncationText(p), "\n"));
+  size_t width = 8;
+  for (const CategoryBreakdown& c : cats)
+    width = std::max(width, p.category_name(c.category).size());
+  fmt::format_to(std::back_inserter(out), "  {:<{}}  {:>10}  {:>12}  {:>7}  {:>10}\n", "category",
+                 width, "kernels", "time ms", "share", "avg us");
+  for (const CategoryBreakdown& c : cats) {
+    fmt::format_to(std::back_inserter(out), "  {:<{}}  {:>10}  {:>12.3f}  {:>6.1f}%  {:>10.2f}\n",
+                   p.category_name(c.category), width, Thousands(c.count), Millis(c.time_ns),
+                   100 * Share(c.time_ns, total), AverageMicros(c));
+  }
+  const CategoryId other = UnclassifiedCategory(p);
+  for (const CategoryBreakdown& c : cats) {
+    out += fmt::format("\n{}{}:\n", p.category_name(c.category),
+                       c.category == other ? " (unclassified: candidates for a rule file)" : "");
+    for (const KernelShare& k : c.top) {
+      fmt::format_to(std::back_inserter(out), "  {:>12.3f} ms  {:>8}x  {}{}\n", Millis(k.time_ns),
+                     Thousands(k.count), ByFallbackRule(p, k.name) ? "~ " : "",
+                     Shorten(p.names[k.name], 120));
+    }
+  }
+  return out + FallbackNote(p, total);
+}
+
+}  // namespace tracefuse

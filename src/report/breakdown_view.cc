@@ -1,0 +1,66 @@
+#include "report/breakdown_view.h"
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
+#include "report/formatting.h"
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+
+std::vector<CategoryBreakdown> Breakdown(const TraceProfile& p, size_t top) {
+  std::vector<CategoryBreakdown> cats(p.category_count());
+  for (CategoryId c : CategoryIds(cats.size())) cats[c].category = c;
+  for (uint32_t n = 0; n < p.names.size(); ++n) {
+    CategoryBreakdown& c = cats[p.category_of_name(n)];
+    c.count += p.name_kernels[n];
+    c.time_ns += p.name_time_ns[n];
+    c.top.push_back({n, p.name_kernels[n], p.name_time_ns[n]});
+  }
+  std::vector<CategoryBreakdown> out;
+  for (CategoryBreakdown& c : cats) {
+    if (c.count == 0) continue;
+    std::stable_sort(c.top.begin(), c.top.end(), [](const KernelShare& a, const KernelShare& b) {
+      return a.time_ns > b.time_ns;
+    });
+    if (c.top.size() > top) c.top.resize(top);
+    out.push_back(std::move(c));
+  }
+  std::stable_sort(
+      out.begin(), out.end(),
+      [](const CategoryBreakdown& a, const CategoryBreakdown& b) { return a.time_ns > b.time_ns; });
+  return out;
+}
+
+bool ByFallbackRule(const TraceProfile& p, uint32_t n) {
+  const std::vector<Rule>& rules = p.classifier->rule_set().rules();
+  return p.name_rule[n] < rules.size() && rules[p.name_rule[n]].fallback;
+}
+
+CategoryTotals FallbackTotals(const TraceProfile& p) {
+  CategoryTotals t;
+  for (uint32_t n = 0; n < p.names.size(); ++n) {
+    if (!ByFallbackRule(p, n)) continue;
+    t.kernels += p.name_kernels[n];
+    t.time_ns += p.name_time_ns[n];
+  }
+  return t;
+}
+
+CategoryId UnclassifiedCategory(const TraceProfile& p) {
+  return *p.classifier->rule_set().category_index(p.classifier->rule_set().default_rule().category);
+}
+
+double Share(int64_t part, int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
+
+double AverageMicros(const CategoryBreakdown& c) {
+  return MillisAsMicros(c.time_ns) / double(c.count);
+}
+
+std::string Shorten(const std::string& s, size_t n) {
+  std::string_view p = Utf8Prefix(s, n);
+  return p.size() < s.size() ? std::string(p) + "..." : s;
+}
+
+}  // namespace tracefuse

@@ -1,0 +1,54 @@
+// Internal to the report stage: where one trace's kernel time goes, computed once here for every
+// format of `tracefuse breakdown` and for compare's per-category drill-down in HTML.
+#ifndef TRACEFUSE_SRC_REPORT_BREAKDOWN_VIEW_H_
+#define TRACEFUSE_SRC_REPORT_BREAKDOWN_VIEW_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tracefuse/reduce.h"
+
+namespace tracefuse {
+
+// KernelShare is one kernel name's kernels and time.
+struct KernelShare {
+  uint32_t name;  // index into TraceProfile::names
+  uint64_t count;
+  int64_t time_ns;
+};
+
+// CategoryBreakdown is one category's kernels and time with its top kernels.
+struct CategoryBreakdown {
+  CategoryId category;
+  uint64_t count = 0;
+  int64_t time_ns = 0;
+  std::vector<KernelShare> top;  // by time, descending
+};
+
+// Breakdown() is, per category with kernels (by time, descending), its `top` kernels by time.
+std::vector<CategoryBreakdown> Breakdown(const TraceProfile& profile, size_t top);
+
+// ByFallbackRule() tells whether name `name` was classified by a fallback (word) rule: users
+// should see which kernels rest on that last layer rather than on a rule for their library.
+bool ByFallbackRule(const TraceProfile& profile, uint32_t name);
+
+// FallbackTotals() counts the kernels, and their time, that fallback rules classified.
+CategoryTotals FallbackTotals(const TraceProfile& profile);
+
+// UnclassifiedCategory() is the rule set's default category: what no rule claimed.
+CategoryId UnclassifiedCategory(const TraceProfile& profile);
+
+// Share() is part / whole, 0 when whole is 0.
+double Share(int64_t part, int64_t whole);
+
+// AverageMicros() is the category's mean kernel duration in microseconds.
+double AverageMicros(const CategoryBreakdown& category);
+
+// Shorten() cuts `s` to `n` bytes (at a UTF-8 boundary) and marks the cut with "...".
+std::string Shorten(const std::string& s, size_t n);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_SRC_REPORT_BREAKDOWN_VIEW_H_

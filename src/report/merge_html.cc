@@ -1,0 +1,227 @@
+// `tracefuse merge --format html`: a batch's summary on one self-contained page
+// (report/html.h): state counts, kernel time per category across the complete pairs as paired
+// bars and a table, the recurring opportunities, the pairs whose kernel time differs most, and
+// the problems. Lists are capped so that a batch of thousands of pairs stays a small page; CSV
+// and JSON list every pair.
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "report/formatting.h"
+#include "report/html.h"
+#include "report/merge_format.h"
+#include "tracefuse/report/merge.h"
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+namespace {
+
+constexpr size_t kMaxPairs = 200;
+constexpr size_t kMaxProblems = 200;
+constexpr size_t kMaxPairLabels = 12;  // per recurring opportunity
+
+std::string Ms(double us) { return fmt::format("{:.3f}", us / 1000); }
+std::string SideColour(Side side) { return side == Side::kTrace1 ? "s1" : "s2"; }
+
+class MergeHtmlPage {
+ public:
+  explicit MergeHtmlPage(const MergeSummary& summary)
+      : s_(summary), doc_("merge", StrCat("Batch summary: ", summary.dir)) {}
+
+  std::string Render() && {
+    Header();
+    Categories();
+    Recurring();
+    Pairs();
+    Problems();
+    return std::move(doc_).Finish();
+  }
+
+ private:
+  void Header();
+  void Categories();
+  void Recurring();
+  void Pairs();
+  void PairRow(const MergedPair& p);
+  void Problems();
+
+  std::string SideKeys() const {
+    return StrCat(ColourKey("s1", s_.side_names[Side::kTrace1]), " ",
+                  ColourKey("s2", s_.side_names[Side::kTrace2]));
+  }
+
+  const MergeSummary& s_;
+  HtmlDocument doc_;
+};
+
+void MergeHtmlPage::Header() {
+  doc_.Append("<header>\n<h1>Batch summary: <code>{}</code></h1>\n<table class=\"counts\">\n<tr>",
+              HtmlEscaped(s_.dir));
+  for (PairState state : kPairStates) doc_.Append("<th class=\"n\">{}</th>", PairStateName(state));
+  doc_.Append("<th class=\"n\">pairs</th></tr>\n<tr>");
+  for (PairState state : kPairStates) {
+    // Without the manifest, pairs with no status file are unknown.
+    const bool unknown = state == PairState::kMissing && !s_.manifest_error.empty();
+    doc_.Append("<td class=\"n {}\">{}</td>", PairStateName(state),
+                unknown ? "?" : StrCat(s_.Count(state)));
+  }
+  doc_.Append(
+      "<td class=\"n\">{}</td></tr>\n</table>\n<p class=\"note\">{} &middot; tracefuse "
+      "<span class=\"version\">{}</span></p>\n</header>\n",
+      s_.pairs.size(),
+      HtmlEscaped(s_.manifest_error.empty() ? fmt::format("manifest {} ({} rows)", s_.manifest_path,
+                                                          s_.manifest_rows.value_or(0))
+                                            : StrCat("manifest: ", s_.manifest_error)),
+      TRACEFUSE_VERSION);
+}
+
+void MergeHtmlPage::Categories() {
+  doc_.Append(
+      "<section id=\"categories\">\n<h2>Kernel time per category, summed over the "
+      "complete pairs</h2>\n");
+  if (s_.categories.empty()) {
+    doc_.Append("<p>No complete pair with kernels.</p>\n</section>\n");
+    return;
+  }
+  std::vector<BarRow> rows;
+  for (const CategorySummary& c : s_.categories) {
+    BarRow row{c.category, {}, "", c.category};
+    for (Side s : kSides) {
+      const SideStats& st = c.sides[s];
+      row.bars.push_back({st.sum_us, SideColour(s)});
+      row.tooltip += fmt::format("\n{}: {} ms summed, median {} ms, in {} pairs", s_.side_names[s],
+                                 Ms(st.sum_us), Ms(st.median_us), st.pairs_with_kernels);
+    }
+    row.value_text = fmt::format("{} / {} ms", Ms(c.sides[Side::kTrace1].sum_us),
+                                 Ms(c.sides[Side::kTrace2].sum_us));
+    rows.push_back(std::move(row));
+  }
+  doc_.Append(
+      "<p>{}</p>\n{}<table "
+      "class=\"categories\">\n<tr><th>category</th><th>side</th><th class=\"n\">sum "
+      "ms</th><th class=\"n\">median ms</th><th>min ms (pair)</th><th>max ms "
+      "(pair)</th></tr>\n",
+      SideKeys(), BarChartSvg(rows, "Kernel time per category"));
+  for (const CategorySummary& c : s_.categories) {
+    for (Side s : kSides) {
+      const SideStats& st = c.sides[s];
+      doc_.Append(
+          "<tr data-category=\"{0}\" data-side=\"{1}\"><th>{2}</th><td>{3}</td>"
+          "<td class=\"time{1} n\">{4}</td><td class=\"n\">{5}</td><td>{6} {7}</td>"
+          "<td>{8} {9}</td></tr>\n",
+          HtmlEscaped(c.category), s == Side::kTrace1 ? 1 : 2,
+          s == Side::kTrace1 ? HtmlEscaped(c.category) : "",
+          ColourKey(SideColour(s), s_.side_names[s]), Ms(st.sum_us), Ms(st.median_us),
+          Ms(st.min_us), HtmlEscaped(st.min_pair), Ms(st.max_us), HtmlEscaped(st.max_pair));
+    }
+  }
+  doc_.Append("</table>\n</section>\n");
+}
+
+void MergeHtmlPage::Recurring() {
+  doc_.Append("<section id=\"opportunities\">\n<h2>Recurring fusion opportunities</h2>\n");
+  if (s_.recurring.empty()) {
+    doc_.Append("<p>None.</p>\n</section>\n");
+    return;
+  }
+  std::vector<BarRow> rows;
+  for (const RecurringOpportunity& r : s_.recurring) {
+    rows.push_back(
+        {r.kernel_type,
+         {{static_cast<double>(r.pairs.size()), SideColour(r.fused_by)}},
+         fmt::format("{} pairs, median {}", r.pairs.size(), RatioText(r.median_ratio)),
+         fmt::format("{}: fused by {} in {} pairs, median ratio {}", r.kernel_type,
+                     s_.side_names[r.fused_by], r.pairs.size(), RatioText(r.median_ratio))});
+  }
+  doc_.Append(
+      "<p>Fused by {}</p>\n{}<table>\n<tr><th>kernel type</th><th>fused by</th>"
+      "<th class=\"n\">pairs</th><th class=\"n\">median ratio</th><th>pairs</th></tr>\n",
+      SideKeys(), BarChartSvg(rows, "Recurring fusion opportunities"));
+  for (const RecurringOpportunity& r : s_.recurring) {
+    std::vector<std::string> labels(r.pairs.begin(),
+                                    r.pairs.begin() + std::min(r.pairs.size(), kMaxPairLabels));
+    doc_.Append(
+        "<tr data-kernel-type=\"{0}\"><th>{0}</th><td>{1}</td><td class=\"n\">{2}</td>"
+        "<td class=\"n\">{3}</td><td>{4}{5}</td></tr>\n",
+        HtmlEscaped(r.kernel_type), HtmlEscaped(s_.side_names[r.fused_by]), r.pairs.size(),
+        RatioText(r.median_ratio), HtmlEscaped(fmt::format("{}", fmt::join(labels, ", "))),
+        r.pairs.size() > labels.size() ? ", ..." : "");
+  }
+  doc_.Append("</table>\n</section>\n");
+}
+
+void MergeHtmlPage::Pairs() {
+  const std::vector<const MergedPair*> pairs = ByDisparity(s_);
+  doc_.Append(
+      "<section id=\"pairs\">\n<h2>Pairs, the largest kernel-time ratio either way "
+      "first</h2>\n");
+  if (pairs.empty()) {
+    doc_.Append("<p>No complete pair.</p>\n</section>\n");
+    return;
+  }
+  doc_.Append(
+      "<table class=\"pairs\">\n<tr><th>pair</th><th>GPUs</th><th class=\"n\">kernels"
+      "</th><th class=\"n\">kernel ms</th><th class=\"n\">t1/t2</th><th class=\"n\">"
+      "groups</th><th>top opportunity</th><th class=\"n\">seconds</th></tr>\n");
+  for (size_t i = 0; i < pairs.size() && i < kMaxPairs; ++i) PairRow(*pairs[i]);
+  doc_.Append("</table>\n");
+  if (pairs.size() > kMaxPairs) {
+    doc_.Append(
+        "<p class=\"note\">... and {} more complete pairs (--format csv or json lists "
+        "them all)</p>\n",
+        pairs.size() - kMaxPairs);
+  }
+  doc_.Append("</section>\n");
+}
+
+void MergeHtmlPage::PairRow(const MergedPair& p) {
+  const MergedTrace& a = p.traces[Side::kTrace1];
+  const MergedTrace& b = p.traces[Side::kTrace2];
+  std::string top = "none";
+  if (!p.opportunities.empty()) {
+    const MergedOpportunity& o = p.opportunities.front();
+    top = StrCat(o.kernel_type, " by ", p.traces[o.fused_by].label, " ", RatioText(o.ratio));
+  }
+  doc_.Append(
+      "<tr data-pair=\"{0}\"><th>{0}</th><td>{1} / {2}</td><td class=\"n\">{3} / {4}</td>"
+      "<td class=\"n\">{5} / {6}</td><td class=\"n\">{7}</td><td class=\"n\">{8}</td>"
+      "<td>{9}</td><td class=\"n\">{10}</td></tr>\n",
+      HtmlEscaped(p.label), HtmlEscaped(a.gpu.empty() ? a.platform : a.gpu),
+      HtmlEscaped(b.gpu.empty() ? b.platform : b.gpu), Thousands(a.kernels), Thousands(b.kernels),
+      Ms(a.kernel_time_us), Ms(b.kernel_time_us), RatioText(p.KernelTimeRatio()),
+      Thousands(p.matched_groups), HtmlEscaped(top),
+      p.elapsed_seconds ? fmt::format("{:.1f}", *p.elapsed_seconds) : "");
+}
+
+void MergeHtmlPage::Problems() {
+  const std::vector<const MergedPair*> problems = ProblemPairs(s_);
+  doc_.Append("<section id=\"problems\">\n<h2>Problems ({})</h2>\n", problems.size());
+  if (problems.empty()) {
+    doc_.Append("<p>None: every pair is complete.</p>\n</section>\n");
+    return;
+  }
+  doc_.Append(
+      "<table class=\"problems\">\n<tr><th>pair</th><th>state</th><th class=\"n\">exit"
+      "</th><th>error</th></tr>\n");
+  for (size_t i = 0; i < problems.size() && i < kMaxProblems; ++i) {
+    const MergedPair& p = *problems[i];
+    doc_.Append(
+        "<tr data-pair=\"{0}\"><th>{0}</th><td>{1}</td><td class=\"n\">{2}</td>"
+        "<td><code>{3}</code></td></tr>\n",
+        HtmlEscaped(p.label), PairStateName(p.state), p.exit_code ? StrCat(*p.exit_code) : "",
+        HtmlEscaped(p.error));
+  }
+  doc_.Append("</table>\n");
+  if (problems.size() > kMaxProblems) {
+    doc_.Append("<p class=\"note\">... and {} more (--format csv or json lists them all)</p>\n",
+                problems.size() - kMaxProblems);
+  }
+  doc_.Append("</section>\n");
+}
+
+}  // namespace
+
+std::string MergeHtml(const MergeSummary& summary) { return MergeHtmlPage(summary).Render(); }
+
+}  // namespace tracefuse
