@@ -12,7 +12,7 @@
 # JSON timings ("elapsed_seconds", "gb_per_second", compare's "read_and_reduce" and "analyze",
 # ops' "read_seconds" and "analyze_seconds",
 # the per-stage "cpu_seconds")
-# and compare JSON's "version".
+# and compare JSON's "version"; in HTML, the spans of class "elapsed" and "version".
 #
 # usage: report_golden.sh GOLDEN WORKDIR TRACEFUSE ARGS...
 # The command must exit 0, or $REPORT_GOLDEN_EXIT when set (merge's exit 1: pairs not complete).
@@ -38,6 +38,7 @@ sed -E \
   -e 's/("(elapsed_seconds|gb_per_second|read_and_reduce|analyze|read_seconds|analyze_seconds)": )[^,]*/\1"<normalised>"/' \
   -e 's/("(read|inflate|split|parse|classify|summarize|reduce|merge|serial_share)": )[0-9][^,]*/\1"<normalised>"/' \
   -e 's/^( *"version": )"[^"]*"/\1"<normalised>"/' \
+  -e 's/(<span class="(elapsed|version)">)[^<]*/\1<normalised>/g' \
   "$actual.raw" >"$actual"
 
 if [ -n "${TRACEFUSE_UPDATE_GOLDEN:-}" ]; then
