@@ -8,6 +8,7 @@
 // Cost: one pass over each side's kernel stream for the aligned groups; the rest comes from the
 // per-name totals the reduce stage already holds.
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,12 +56,14 @@ class FusionHtmlPage {
   }
 
   std::string Render() && {
+    const auto started = std::chrono::steady_clock::now();
     Header();
     Categories();
     Opportunities();
     Mappings();
     AlignedGroups();
     Drilldown();
+    Footer(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     return std::move(doc_).Finish();
   }
 
@@ -79,6 +82,7 @@ class FusionHtmlPage {
   std::string Cell(Side side, const GroupKernel* kernel, const FusionMapping& mapping) const;
   void Drilldown();
   void TopKernelTable(Side side, const CategoryBreakdown* category);
+  void Footer(double seconds);
 
   const std::string& Label(Side side) const { return context_.labels[side]; }
   std::string SideColour(Side side) const { return side == Side::kTrace1 ? "s1" : "s2"; }
@@ -378,6 +382,16 @@ void FusionHtmlPage::TopKernelTable(Side s, const CategoryBreakdown* category) {
         k.count > 0 ? Micros(k.time_ns) / static_cast<double>(k.count) : 0.0);
   }
   doc_.Append("</table>\n");
+}
+
+// What this page cost to lay out, against the comparison's own time: the page must stay a small
+// share of it (`scripts/bench` reports both for the large pairs).
+void FusionHtmlPage::Footer(double seconds) {
+  doc_.Append(
+      "<footer><p class=\"note\">This page was laid out in <span class=\"elapsed\">{:.3f} s, "
+      "{:.1f}% of the comparison's {:.2f} s</span>.</p></footer>\n",
+      seconds, 100 * seconds / std::max(1e-9, context_.read_seconds + context_.analyze_seconds),
+      context_.read_seconds + context_.analyze_seconds);
 }
 
 }  // namespace
