@@ -254,24 +254,59 @@ def check_breakdown_dom(dom, report):
     return None
 
 
+def hex_colour(value):
+    value = (value or "").strip().lower()
+    if re.fullmatch(r"#[0-9a-f]{3}", value):
+        value = "#" + "".join(c * 2 for c in value[1:])
+    return value if re.fullmatch(r"#[0-9a-f]{6}", value) else None
+
+
+def class_fills(dom):
+    """Class name -> fill colour, from the page's style sheets' rules whose selector ends in a
+    class (".bar1", "svg .side2", ...)."""
+    fills = {}
+    for style in dom.find_all("style"):
+        for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", style.text()):
+            fill = re.findall(r"(?:^|;)\s*fill\s*:\s*([^;]+)", body)
+            if not fill or hex_colour(fill[-1]) is None:
+                continue
+            for selector in selectors.split(","):
+                last = (selector.split() or [""])[-1]
+                for name in re.findall(r"\.([\w-]+)", last):
+                    fills[name] = hex_colour(fill[-1])
+    return fills
+
+
 def bar_colours(dom):
-    """The fill colours (#rrggbb) of the shapes in the categories chart, as the DOM gives them."""
+    """The fill colours (#rrggbb) of the shapes in the categories chart: each shape's inline
+    style, its classes' style rules or its fill attribute, else its parent's (inherited)."""
     section = dom.find("section", id="categories")
     svg = None if section is None else section.find("svg")
     colours = set()
     if svg is None:
         return colours
+    by_class = class_fills(dom)
+
+    def fill_of(node):
+        while node is not None:
+            inline = re.findall(r"(?:^|;)\s*fill\s*:\s*([^;]+)", node.attrs.get("style") or "")
+            if inline:
+                return hex_colour(inline[-1])
+            for name in reversed((node.attrs.get("class") or "").split()):
+                if name in by_class:
+                    return by_class[name]
+            if node.attrs.get("fill"):
+                return hex_colour(node.attrs["fill"])
+            if node is svg:
+                return None
+            node = node.parent
+        return None
+
     for node in svg.iter():
-        if node.tag not in ("rect", "path", "polygon"):
-            continue
-        fills = [node.attrs.get("fill") or ""]
-        fills += re.findall(r"fill\s*:\s*([^;]+)", node.attrs.get("style") or "")
-        for fill in fills:
-            fill = fill.strip().lower()
-            if re.fullmatch(r"#[0-9a-f]{3}", fill):
-                fill = "#" + "".join(c * 2 for c in fill[1:])
-            if re.fullmatch(r"#[0-9a-f]{6}", fill):
-                colours.add(fill)
+        if node.tag in ("rect", "path", "polygon"):
+            colour = fill_of(node)
+            if colour:
+                colours.add(colour)
     return colours
 
 
@@ -282,7 +317,8 @@ def check_pixels(png, colours):
     with Image.open(png) as image:
         rgb = image.convert("RGB")
     if rgb.size != WINDOW:
-        return f"screenshot: {rgb.size[0]}x{rgb.size[1]} pixels, {WINDOW[0]}x{WINDOW[1]} asked", None
+        width, height = rgb.size
+        return f"screenshot: {width}x{height} pixels, {WINDOW[0]}x{WINDOW[1]} asked", None
     counts = rgb.getcolors(maxcolors=1 << 24)
     if len(counts) == 1:
         return "screenshot: blank (a single colour)", None
