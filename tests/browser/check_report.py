@@ -27,6 +27,7 @@ usage: check_report.py [--keep DIR] [--mutate KIND --expect-failure LINE]
   --mutate KIND          alter the HTML tracefuse wrote before rendering it (negative controls):
                          external-image         an <img> of http://example.invalid/x.png
                          external-image-no-csp  the same, and the Content-Security-Policy removed
+                         swap-sides             the traces table's rows swapped (data-side)
                          empty-body             the body emptied
                          hidden-body            the body made invisible (visibility: hidden)
   --expect-failure LINE  pass only when the check fails with exactly LINE (its first line)
@@ -48,7 +49,7 @@ CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri '
        "form-action 'none'")
 WINDOW = (1280, 2400)
 CHROMIUM_TIMEOUT_S = 60
-MIN_INK = 0.002  # share of the screenshot's pixels that are not the background colour
+MIN_INK = 0.01  # share of the screenshot's pixels that are not the background colour
 MAX_OPPORTUNITIES = 50
 EXTERNAL_IMAGE = '<img src="http://example.invalid/x.png" alt="">'
 
@@ -262,18 +263,34 @@ def hex_colour(value):
 
 
 def class_fills(dom):
-    """Class name -> fill colour, from the page's style sheets' rules whose selector ends in a
-    class (".bar1", "svg .side2", ...)."""
-    fills = {}
+    """Class name -> fill colour, from the page's style sheets: rules whose selector ends in a
+    class (".bar1", "svg .side2", ...), outside @media blocks (the screenshot is of the light
+    scheme), var(--name) taken from the :root rules."""
+    rules = []
     for style in dom.find_all("style"):
-        for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", style.text()):
-            fill = re.findall(r"(?:^|;)\s*fill\s*:\s*([^;]+)", body)
-            if not fill or hex_colour(fill[-1]) is None:
-                continue
-            for selector in selectors.split(","):
-                last = (selector.split() or [""])[-1]
-                for name in re.findall(r"\.([\w-]+)", last):
-                    fills[name] = hex_colour(fill[-1])
+        css = re.sub(r"/\*.*?\*/", "", style.text())
+        css = re.sub(r"@[^{};]*\{(?:[^{}]*\{[^{}]*\})*[^{}]*\}", "", css)
+        rules += re.findall(r"([^{}]+)\{([^{}]*)\}", css)
+    variables = {}
+    for selectors, body in rules:
+        if ":root" in selectors:
+            variables.update(re.findall(r"(--[\w-]+)\s*:\s*([^;]+)", body))
+
+    def resolve(value):
+        for _ in range(8):  # var() of a var()
+            value = re.sub(r"var\(\s*(--[\w-]+)\s*(?:,\s*([^)]*))?\)",
+                           lambda m: variables.get(m.group(1), m.group(2) or ""), value)
+        return hex_colour(value)
+
+    fills = {}
+    for selectors, body in rules:
+        fill = re.findall(r"(?:^|;)\s*fill\s*:\s*([^;]+)", body)
+        if not fill or resolve(fill[-1]) is None:
+            continue
+        for selector in selectors.split(","):
+            last = (selector.split() or [""])[-1]
+            for name in re.findall(r"\.([\w-]+)", last):
+                fills[name] = resolve(fill[-1])
     return fills
 
 
@@ -327,7 +344,7 @@ def check_pixels(png, colours):
     ink = 1 - background_count / total
     if ink < MIN_INK:
         return (f"screenshot: blank ({ink:.2%} of its pixels differ from the background, "
-                f"under {MIN_INK:.1%})"), ink
+                f"under {MIN_INK:.0%})"), ink
     by_colour = {"#%02x%02x%02x" % c: n for n, c in counts}
     for colour in sorted(colours):
         # Anti-aliased edges aside, a bar at least a few pixels wide shows its exact colour.
@@ -340,7 +357,10 @@ def check_pixels(png, colours):
 
 def run_tracefuse(tracefuse, command, traces, options, fmt, out):
     args = [tracefuse, command, *traces, *options, "--format", fmt, "-o", out]
-    run = subprocess.run(args, capture_output=True, text=True, check=False)
+    try:
+        run = subprocess.run(args, capture_output=True, text=True, check=False)
+    except OSError as error:
+        raise Failure(f"cannot run {tracefuse}: {error.strerror}")
     if run.returncode != 0:
         first = (run.stderr.strip().splitlines() or ["(no message)"])[0]
         raise Failure(f"tracefuse {command} --format {fmt} failed (exit {run.returncode}): {first}")
@@ -356,6 +376,10 @@ def mutate(path, kind):
         text = text[:body.end()] + EXTERNAL_IMAGE + text[body.end():]
         if kind == "external-image-no-csp":
             text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text)
+    elif kind == "swap-sides":
+        text = (text.replace('data-side="1"', 'data-side="swap"')
+                .replace('data-side="2"', 'data-side="1"')
+                .replace('data-side="swap"', 'data-side="2"'))
     elif kind == "empty-body":
         end = text.rindex("</body>")
         text = text[:body.end()] + text[end:]
@@ -385,8 +409,11 @@ def run_chromium(chromium, html, work):
                 f"--screenshot={paths['screenshot.png']}", "--dump-dom",
                 "file://" + os.path.abspath(html)]
         with open(paths["dom.html"], "wb") as dom, open(paths["console.txt"], "wb") as log:
-            process = subprocess.Popen(args, stdout=dom, stderr=log, stdin=subprocess.DEVNULL,
-                                       start_new_session=True)
+            try:
+                process = subprocess.Popen(args, stdout=dom, stderr=log,
+                                           stdin=subprocess.DEVNULL, start_new_session=True)
+            except OSError as error:
+                raise Failure(f"cannot run {chromium}: {error.strerror}")
             try:
                 returncode = process.wait(timeout=CHROMIUM_TIMEOUT_S)
             except subprocess.TimeoutExpired:
