@@ -9,6 +9,7 @@
 // per-name totals the reduce stage already holds.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -214,7 +215,9 @@ void FusionHtmlPage::Opportunities() {
     const std::string sentence = OpportunitySentence(o, context_.labels);
     rows.push_back({o.kernel_type,
                     {{o.impact(), SideColour(o.fused_by)}},
-                    fmt::format("{} fewer calls on {}", RatioText(o.ratio), Label(o.fused_by)),
+                    std::isinf(o.ratio)
+                        ? StrCat("none left on ", Label(o.fused_by))
+                        : StrCat(RatioText(o.ratio), " fewer calls on ", Label(o.fused_by)),
                     StrCat(o.kernel_type, ": ", sentence)});
     fmt::format_to(std::back_inserter(items), "<li data-kernel-type=\"{0}\"><b>{0}</b>: {1}</li>\n",
                    HtmlEscaped(o.kernel_type), HtmlEscaped(sentence));
