@@ -463,6 +463,24 @@ struct Categories {
   size_t count() const { return names.size(); }
 };
 
+// Micros() is a kernel's duration as the reference reads it: microseconds, a Python float.
+double Micros(const KernelRecord& k) { return static_cast<double>(k.dur_ns) / 1000.0; }
+
+// TypeTimes is one group's durations per type (a group runs a handful of types).
+struct TypeTimes {
+  std::vector<std::pair<CategoryId, double>> by_type;  // in order of first appearance
+
+  void Add(CategoryId type, double us) {
+    for (auto& [t, time] : by_type) {
+      if (t == type) {
+        time += us;
+        return;
+      }
+    }
+    by_type.emplace_back(type, 0.0 + us);
+  }
+};
+
 // TraceView is what the merge needs of one trace (§4.1 steps 1 and 2), built in sequential passes
 // over its kernel stream (one more, after matching, sums durations): the categories of the large
 // groups' kernels, a byte per such kernel, and the ts-ordered category sequence of all kernels, a
@@ -508,14 +526,25 @@ struct TraceView {
     for (uint32_t i = offsets[slot]; i < offsets[slot + 1]; ++i) ++(*counts)[types[i]];
   }
 
-  // MatchedTime() is, per category, the total duration of the kernels in the large groups marked
-  // in `matched`.
-  std::vector<int64_t> MatchedTime(const std::vector<uint8_t>& matched, size_t ncat) const {
-    std::vector<int64_t> time(ncat, 0);
+  // GroupTimes() is, per large group marked in `matched`, its types' durations in microseconds,
+  // each summed as the reference sums them (§4.1 step 4a): Python floats added in the group's
+  // list (trace) order from 0.0. A duration of whole nanoseconds divided by 1000 is the double
+  // Python reads from the trace's decimal microseconds, so the sums agree to the last bit.
+  std::vector<TypeTimes> GroupTimes(const std::vector<uint8_t>& matched) const {
+    std::vector<TypeTimes> times(large.size());
     profile->kernels.ForEach([&](const KernelRecord& k) {
       const uint32_t slot = SlotOf(k);
-      if (slot != kSmall && matched[slot]) time[name_category[k.name]] += k.dur_ns;
+      if (slot != kSmall && matched[slot]) times[slot].Add(name_category[k.name], Micros(k));
     });
+    return times;
+  }
+
+  // TraceTimes() is, per category, its kernels' durations over the whole trace in microseconds,
+  // summed in trace order from 0.0 (§4.1 step 7).
+  std::vector<double> TraceTimes(size_t ncat) const {
+    std::vector<double> time(ncat, 0.0);
+    profile->kernels.ForEach(
+        [&](const KernelRecord& k) { time[name_category[k.name]] += Micros(k); });
     return time;
   }
 
@@ -591,7 +620,7 @@ struct TraceView {
 // TypeDiff is the reference's fusion_diffs[type] (§4.1 step 4b), over the matched pairs.
 struct TypeDiff {
   PerSide<int64_t> kernels{};
-  PerSide<int64_t> time_ns{};
+  PerSide<double> time_us{};     // summed pair by pair, as the reference does
   int64_t groups = 0;            // pairs holding the type on either side
   int64_t groups_with_diff = 0;  // ... with a different count on each side
 };
@@ -629,16 +658,19 @@ void AppendPairSequenceMappings(const PerSide<TraceView>& views, const PerSide<u
   }
 }
 
-// AddMatchedTimes() sets the types' times over the matched groups (§4.1 step 4a) in one more pass
-// over each kernel stream, not a walk per pair.
-void AddMatchedTimes(const PerSide<TraceView>& views, const PerSide<std::vector<uint8_t>>& matched,
-                     MatchedDiffs* diffs) {
-  const size_t ncat = diffs->by_type.size();
-  PerSide<std::vector<int64_t>> time;
-  auto sum = [&](Side s) { time[s] = views[s].MatchedTime(matched[s], ncat); };
+// AddMatchedTimes() sets the types' times over the matched groups (§4.1 step 4a): per group in
+// one more pass over each kernel stream, not a walk per pair, then added pair by pair in match
+// order as the reference adds them.
+void AddMatchedTimes(const PerSide<TraceView>& views, const GroupMatches& matches,
+                     const PerSide<std::vector<uint8_t>>& matched, MatchedDiffs* diffs) {
+  PerSide<std::vector<TypeTimes>> times;
+  auto sum = [&](Side s) { times[s] = views[s].GroupTimes(matched[s]); };
   tbb::parallel_invoke([&] { sum(Side::kTrace1); }, [&] { sum(Side::kTrace2); });
-  for (CategoryId t : diffs->order) {
-    for (Side s : kSides) diffs->by_type[t].time_ns[s] = time[s][t];
+  for (const auto& match : matches) {
+    const PerSide<uint32_t> slot = Slots(match);
+    for (Side s : kSides) {
+      for (const auto& [t, us] : times[s][slot[s]].by_type) diffs->by_type[t].time_us[s] += us;
+    }
   }
 }
 
@@ -665,7 +697,7 @@ MatchedDiffs DiffMatchedPairs(const PerSide<TraceView>& views, const GroupMatche
     diffs.AddPair(pair_counts);
     AppendPairSequenceMappings(views, slot, group_types, categories, mappings);
   }
-  AddMatchedTimes(views, matched, &diffs);
+  AddMatchedTimes(views, matches, matched, &diffs);
   return diffs;
 }
 
@@ -691,7 +723,7 @@ constexpr int64_t kGroupMinKernels = 20;     // ... strictly more, on both sides
 constexpr double kGlobalRatio = 2;           // step 7: significant over kGlobalMinKernels kernels
 constexpr uint64_t kGlobalMinKernels = 100;  // ... strictly more (see AddGlobalOpportunities)
 constexpr double kFusedByRatio = 1.5;  // trace 1 over 1.5 times trace 2: trace 2 fuses, else 1
-constexpr double kNsPerMs = 1e6;
+constexpr double kUsPerMs = 1000;
 
 // AvgPerGroup() is the kernels per group, or nullopt over no group at all.
 std::optional<PerSide<double>> AvgPerGroup(const PerSide<uint64_t>& kernels, uint64_t groups) {
@@ -705,7 +737,7 @@ std::optional<PerSide<double>> AvgPerGroup(const PerSide<uint64_t>& kernels, uin
 // groups holding the type, or the whole traces and all matched groups) and in what `ratios`
 // compare: per side, its kernels per group, or its kernels, over the other side's.
 FusionOpportunity NewOpportunity(const std::string& type, const PerSide<uint64_t>& kernels,
-                                 const PerSide<int64_t>& time_ns, const PerSide<double>& ratios,
+                                 const PerSide<double>& time_us, const PerSide<double>& ratios,
                                  uint64_t total_groups) {
   FusionOpportunity o;
   o.kernel_type = type;
@@ -717,8 +749,8 @@ FusionOpportunity NewOpportunity(const std::string& type, const PerSide<uint64_t
   } else {
     o.avg_is_integer_zero = true;  // only step 7 can have no groups
   }
-  o.trace1_time_ms = static_cast<double>(time_ns[Side::kTrace1]) / kNsPerMs;
-  o.trace2_time_ms = static_cast<double>(time_ns[Side::kTrace2]) / kNsPerMs;
+  o.trace1_time_ms = time_us[Side::kTrace1] / kUsPerMs;
+  o.trace2_time_ms = time_us[Side::kTrace2] / kUsPerMs;
   o.time_ratio = Ratio(o.trace1_time_ms, o.trace2_time_ms);
   o.fused_by = ratios[Side::kTrace1] > kFusedByRatio ? Side::kTrace2 : Side::kTrace1;
   o.ratio = ratios[Opposite(o.fused_by)];
@@ -743,7 +775,7 @@ std::vector<uint8_t> AddGroupOpportunities(const MatchedDiffs& diffs, const Cate
         (EitherAbove(ratios, kGroupRatio) &&
          d.kernels[Side::kTrace1] + d.kernels[Side::kTrace2] > kGroupMinKernels);
     if (!significant) continue;
-    FusionOpportunity o = NewOpportunity(categories.names[t], kernels, d.time_ns, ratios, groups);
+    FusionOpportunity o = NewOpportunity(categories.names[t], kernels, d.time_us, ratios, groups);
     o.groups_affected = static_cast<uint64_t>(d.groups_with_diff);
     o.from_groups = true;
     listed[t] = 1;
@@ -754,9 +786,11 @@ std::vector<uint8_t> AddGroupOpportunities(const MatchedDiffs& diffs, const Cate
 
 // AddGlobalOpportunities() is §4.1 step 7: the types step 6 did not list whose kernels over the
 // whole traces differ enough between the sides.
-void AddGlobalOpportunities(const PerSide<std::vector<CategoryTotals>>& totals,
+void AddGlobalOpportunities(const PerSide<TraceView>& views,
+                            const PerSide<std::vector<CategoryTotals>>& totals,
                             const std::vector<uint8_t>& listed, uint64_t matched_groups,
                             const Categories& categories, std::vector<FusionOpportunity>* out) {
+  PerSide<std::vector<double>> time_us;  // only when there is an opportunity: one more pass
   for (CategoryId t : CategoryIds(categories.count())) {
     const PerSide<uint64_t> kernels{
         {totals[Side::kTrace1][t].kernels, totals[Side::kTrace2][t].kernels}};
@@ -766,9 +800,11 @@ void AddGlobalOpportunities(const PerSide<std::vector<CategoryTotals>>& totals,
                                               static_cast<double>(kernels[Side::kTrace2])}});
     // The reference admits exactly kGlobalMinKernels above, then asks for strictly more.
     if (!(EitherAbove(ratios, kGlobalRatio) && sum > kGlobalMinKernels)) continue;
-    const PerSide<int64_t> time_ns{
-        {totals[Side::kTrace1][t].time_ns, totals[Side::kTrace2][t].time_ns}};
-    out->push_back(NewOpportunity(categories.names[t], kernels, time_ns, ratios, matched_groups));
+    if (time_us[Side::kTrace1].empty()) {
+      for (Side s : kSides) time_us[s] = views[s].TraceTimes(categories.count());
+    }
+    const PerSide<double> time{{time_us[Side::kTrace1][t], time_us[Side::kTrace2][t]}};
+    out->push_back(NewOpportunity(categories.names[t], kernels, time, ratios, matched_groups));
   }
 }
 
@@ -955,6 +991,55 @@ void AppendGlobalSequenceMappings(const PerSide<TraceView>& views,
 
 }  // namespace
 
+namespace {
+
+// --- §4.4: the inputs of the reference's hash-ordered iterations --------------------------------
+
+// FirstSeen() is `types` (`count` of them) with each type at its first appearance only.
+std::vector<CategoryId> FirstSeen(const CategoryId* types, size_t count, size_t ncat) {
+  std::vector<uint8_t> seen(ncat, 0);
+  std::vector<CategoryId> first;
+  for (size_t i = 0; i < count; ++i) {
+    if (seen[types[i]]) continue;
+    seen[types[i]] = 1;
+    first.push_back(types[i]);
+  }
+  return first;
+}
+
+HashOrderInputs ListHashOrderInputs(const PerSide<TraceView>& views, const GroupMatches& matches,
+                                    size_t ncat) {
+  HashOrderInputs inputs;
+  for (Side s : kSides) {
+    std::vector<uint8_t> seen(ncat, 0);
+    views[s].profile->kernels.ForEach([&](const KernelRecord& k) {
+      const CategoryId t = views[s].name_category[k.name];
+      if (seen[t]) return;
+      seen[t] = 1;
+      inputs.trace_types[s].push_back(t);
+    });
+  }
+  std::vector<uint8_t> in_diffs(ncat, 0);
+  for (const auto& match : matches) {
+    const PerSide<uint32_t> slot = Slots(match);
+    PerSide<std::vector<CategoryId>> types;
+    bool adds_a_type = false;
+    for (Side s : kSides) {
+      const TraceView& v = views[s];
+      const uint32_t begin = v.offsets[slot[s]];
+      types[s] = FirstSeen(&v.types[begin], v.offsets[slot[s] + 1] - begin, ncat);
+      for (CategoryId t : types[s]) adds_a_type |= !in_diffs[t];
+    }
+    if (!adds_a_type) continue;
+    for (Side s : kSides)
+      for (CategoryId t : types[s]) in_diffs[t] = 1;
+    inputs.pair_types.push_back(std::move(types));
+  }
+  return inputs;
+}
+
+}  // namespace
+
 FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace2,
                            const FusionOptions& options) {
   assert(trace1.kernels.size() == trace1.kernel_count &&
@@ -983,12 +1068,15 @@ FusionReport AnalyzeFusion(const TraceProfile& trace1, const TraceProfile& trace
   report.global_counts = GlobalCounts(totals, categories);
   const std::vector<uint8_t> listed =
       AddGroupOpportunities(diffs, categories, &report.opportunities);
-  AddGlobalOpportunities(totals, listed, matches.size(), categories, &report.opportunities);
+  AddGlobalOpportunities(views, totals, listed, matches.size(), categories, &report.opportunities);
   SortByImpact(&report.opportunities);
   AppendPartialMappings(views, matches, diffs, categories, &report.mappings);
   const std::vector<uint8_t> chained =
       AppendChainMappings(views, categories.count(), &report.mappings);
   AppendGlobalSequenceMappings(views, chained, categories, &report.mappings);
+  if (options.hash_order_inputs) {
+    report.hash_order_inputs = ListHashOrderInputs(views, matches, categories.count());
+  }
   return report;
 }
 

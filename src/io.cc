@@ -580,6 +580,7 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& path,
 
 namespace {
 constexpr char kTruncatedPayload[] = "tracefuse/truncated-input";
+constexpr char kUnsupportedPayload[] = "tracefuse/unsupported-trace";
 }  // namespace
 
 absl::Status TruncatedInputError(const std::string& message) {
@@ -590,6 +591,16 @@ absl::Status TruncatedInputError(const std::string& message) {
 
 bool IsTruncatedInput(const absl::Status& status) {
   return status.GetPayload(kTruncatedPayload).has_value();
+}
+
+absl::Status UnsupportedTraceError(const std::string& message) {
+  absl::Status status = absl::InvalidArgumentError(message);
+  status.SetPayload(kUnsupportedPayload, absl::Cord());
+  return status;
+}
+
+bool IsUnsupportedTrace(const absl::Status& status) {
+  return status.GetPayload(kUnsupportedPayload).has_value();
 }
 
 }  // namespace tracefuse

@@ -210,12 +210,12 @@ class ChunkSource {
     if (!splitter.events_started()) {
       absl::StatusOr<TraceMetadata> meta = ParseTraceMetadata(splitter.metadata_json(), path_);
       std::string keys = meta.ok() ? fmt::format("{}", fmt::join(meta->keys, ", ")) : "";
-      return absl::InvalidArgumentError(
+      return UnsupportedTraceError(
           StrCat(path_, ": not a Kineto trace: no traceEvents array",
                  keys.empty() ? "" : StrCat(" (top-level keys: ", keys, ")")));
     }
     if (splitter.metadata_truncated()) {
-      return absl::InvalidArgumentError(
+      return UnsupportedTraceError(
           StrCat(path_,
                  ": unsupported trace: its top-level keys other than traceEvents hold more "
                  "than 64 MiB"));

@@ -370,9 +370,8 @@ absl::Status EventSplitter::Feed(const Block& block, std::vector<EventChunk>* ou
     while (i < n && IsJsonSpace(base[i])) ++i;
     if (i == n) return absl::OkStatus();
     if (base[i] != '{' && base[i] != '[') {
-      return absl::InvalidArgumentError(StrCat(name_,
-                                               ": not a JSON trace: expected '{' or '[' at byte ",
-                                               block.offset + i, ", found ", Printable(base[i])));
+      return UnsupportedTraceError(StrCat(name_, ": not a JSON trace: expected '{' or '[' at byte ",
+                                          block.offset + i, ", found ", Printable(base[i])));
     }
     started_ = true;
     copy_from_ = block.offset + i;

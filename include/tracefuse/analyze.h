@@ -53,6 +53,8 @@ inline constexpr uint32_t kDefaultMinGroupSize = 50;
 // FusionOptions are the analysis' parameters; the reference has only this one.
 struct FusionOptions {
   uint32_t min_group_size = kDefaultMinGroupSize;  // smaller correlation groups are not matched
+  // Fill FusionReport::hash_order_inputs (one more pass over each kernel stream).
+  bool hash_order_inputs = false;
 };
 
 // GlobalCount is one type's kernels over the whole traces (§4.1 step 5).
@@ -127,6 +129,18 @@ struct FusionMapping {
 std::string Evidence(const FusionMapping& m, const std::vector<std::string>& categories,
                      const PerSide<std::string>& labels);
 
+// HashOrderInputs are what the reference iterates as Python sets, whose order follows the
+// string hash (§4.4, "Determinism"): each trace's types in order of first appearance (its
+// global_counts keys and global opportunities iterate set(types1) | set(types2)), and the types of
+// each matched pair that adds a type to fusion_diffs (§4.1 step 4b), in match order, each group's
+// in order of first appearance. The Python module replays those iterations with Python's own
+// sets, so that its dicts are ordered as the reference's are under the same PYTHONHASHSEED; the
+// reports keep the rule set's order (see the header comment).
+struct HashOrderInputs {
+  PerSide<std::vector<CategoryId>> trace_types;
+  std::vector<PerSide<std::vector<CategoryId>>> pair_types;
+};
+
 // FusionReport is the reference's result (§4.4) with the rule set's categories.
 struct FusionReport {
   std::vector<std::string> categories;  // the rule set's, naming FusionMapping types
@@ -136,6 +150,7 @@ struct FusionReport {
   std::vector<GlobalCount> global_counts;
   std::vector<FusionOpportunity> opportunities;  // sorted by impact, descending
   std::vector<FusionMapping> mappings;           // per-group, partial, chain, global blocks
+  HashOrderInputs hash_order_inputs;             // with FusionOptions::hash_order_inputs only
 };
 
 // ReferenceGpuName() is the GPU name as the reference reports it: deviceProperties[0].name, else

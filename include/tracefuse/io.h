@@ -57,6 +57,13 @@ struct SourceOptions {
 absl::Status TruncatedInputError(const std::string& message);
 bool IsTruncatedInput(const absl::Status& status);
 
+// UnsupportedTraceError() is the error for well-formed input that is not a trace tracefuse reads
+// (JSON that is not a Kineto trace, say): still exit code 1, but the Python module raises
+// UnsupportedTraceError for it rather than MalformedTraceError. IsUnsupportedTrace() recognises
+// it (a status payload).
+absl::Status UnsupportedTraceError(const std::string& message);
+bool IsUnsupportedTrace(const absl::Status& status);
+
 class ByteSource {
  public:
   virtual ~ByteSource() = default;

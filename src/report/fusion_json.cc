@@ -159,11 +159,11 @@ void TracefuseJson(const FusionReport& r, const CompareContext& c, PyJsonWriter*
   w->EndObject();
 }
 
-}  // namespace
-
-absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, OutputFile* sink) {
-  std::string out;
-  PyJsonWriter w(&out, sink);
+// FusionJsonTo() writes the whole document to `out`, handing it to `sink` (when not null) as it
+// grows.
+absl::Status FusionJsonTo(const FusionReport& r, const CompareContext& c, OutputFile* sink,
+                          JsonInfinity infinity, std::string* out) {
+  PyJsonWriter w(out, sink, infinity);
   w.BeginObject();
   MetadataJson(r, c, &w);
   GlobalCountsJson(r, &w);
@@ -181,8 +181,23 @@ absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, Out
   w.EndArray();
   TracefuseJson(r, c, &w);
   w.EndObject();
-  out += '\n';
-  return sink->Append(out);
+  *out += '\n';
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteFusionJson(const FusionReport& r, const CompareContext& c, OutputFile* sink,
+                             JsonInfinity infinity) {
+  std::string out;
+  absl::Status written = FusionJsonTo(r, c, sink, infinity, &out);
+  return written.ok() ? sink->Append(out) : written;
+}
+
+std::string FusionJson(const FusionReport& r, const CompareContext& c, JsonInfinity infinity) {
+  std::string out;
+  FusionJsonTo(r, c, nullptr, infinity, &out).IgnoreError();  // without a sink, nothing fails
+  return out;
 }
 
 }  // namespace tracefuse

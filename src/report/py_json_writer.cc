@@ -56,7 +56,7 @@ bool IsPlain(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c !=
 }  // namespace
 
 absl::Status PyJsonWriter::MaybeFlush() {
-  if (out_->size() < (1u << 20)) return absl::OkStatus();
+  if (sink_ == nullptr || out_->size() < (1u << 20)) return absl::OkStatus();
   absl::Status st = sink_->Append(*out_);
   out_->clear();
   return st;
@@ -77,7 +77,8 @@ void PyJsonWriter::Value(std::string_view s) {
 void PyJsonWriter::Value(double d) {
   NextItem();
   if (!std::isfinite(d)) {
-    *out_ += "null";
+    const bool literal = infinity_ == JsonInfinity::kLiteral && std::isinf(d);
+    *out_ += literal ? (d > 0 ? "Infinity" : "-Infinity") : "null";
     return;
   }
   char repr[32];

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "tracefuse/report/json.h"
 #include "tracefuse/report/output_file.h"
 
 namespace tracefuse {
@@ -17,12 +18,14 @@ namespace tracefuse {
 // compare byte for byte with the reference's: ", " / ": " separators with one value per line,
 // empty containers as [] and {}, ASCII-only strings (\uXXXX escapes, invalid UTF-8 as U+FFFD),
 // floats in repr form (shortest round trip, "1.0" for integral values) and infinities as null
-// (the reference sanitises them so). It streams: a report with 100,000 mappings is written
-// without building a document tree.
+// (the reference sanitises them so), or as Infinity, which Python's json.loads reads back as
+// float('inf') (the Python module's dicts keep the reference's infinities). It streams: a report
+// with 100,000 mappings is written without building a document tree.
 class PyJsonWriter {
  public:
-  // Appends to `out`; MaybeFlush() hands it to `sink` (which may be null if it is never called).
-  PyJsonWriter(std::string* out, OutputFile* sink) : out_(out), sink_(sink) {}
+  // Appends to `out`; MaybeFlush() hands it to `sink`, or keeps it in `out` when `sink` is null.
+  PyJsonWriter(std::string* out, OutputFile* sink, JsonInfinity infinity = JsonInfinity::kNull)
+      : out_(out), sink_(sink), infinity_(infinity) {}
 
   // Hands what is buffered to the sink once it is large.
   absl::Status MaybeFlush();
@@ -70,6 +73,7 @@ class PyJsonWriter {
 
   std::string* out_;
   OutputFile* sink_;
+  JsonInfinity infinity_;
   // Per open container: whether it has an item yet, and whether it is written on one line.
   struct Container {
     bool has_items = false;

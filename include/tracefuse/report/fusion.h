@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "tracefuse/analyze.h"
 #include "tracefuse/reduce.h"
+#include "tracefuse/report/json.h"
 #include "tracefuse/report/output_file.h"
 
 namespace tracefuse {
@@ -28,8 +29,13 @@ struct CompareContext {
 // Python's json.dumps(indent=2) writes it: its values exactly, "Trace 1" and "Trace 2" in
 // platform fields and evidence whatever the labels, infinities as null. It adds one key,
 // "tracefuse", with what the reference does not report (labels, paths, timings).
+// `infinity` says how infinite ratios are written (null by default, as the reference does).
 absl::Status WriteFusionJson(const FusionReport& report, const CompareContext& context,
-                             OutputFile* out);
+                             OutputFile* out, JsonInfinity infinity = JsonInfinity::kNull);
+
+// FusionJson() is WriteFusionJson()'s document as a string (what the Python module parses).
+std::string FusionJson(const FusionReport& report, const CompareContext& context,
+                       JsonInfinity infinity);
 
 // FusionText() is the report for people: the traces, kernel types side by side, the top fusion
 // opportunities and the fusion mappings with equal evidence folded together. `markdown` gives

@@ -1,0 +1,310 @@
+"""The Python module against the reference's golden outputs and against the command line.
+
+Run by ctest (python.pytest) with PYTHONPATH at the build tree's module and the CLI, the
+generator and ../shared given in TRACEFUSE_BINARY, TRACEFUSE_GEN and TRACEFUSE_SHARED_DIR.
+Cases that need ../shared skip with the missing directory named (pytest -rs lists them).
+"""
+import errno
+import glob
+import json
+import math
+import os
+import pathlib
+import subprocess
+import threading
+import time
+
+import pytest
+
+import tracefuse
+
+BINARY = os.environ.get("TRACEFUSE_BINARY", "tracefuse")
+GEN = os.environ.get("TRACEFUSE_GEN", "tracefuse-gen")
+SHARED = pathlib.Path(os.environ.get("TRACEFUSE_SHARED_DIR", "../shared"))
+GOLDEN_CASES = sorted(glob.glob(str(SHARED / "golden" / "fusion" / "*")))
+
+
+def needs_shared():
+    if not GOLDEN_CASES:
+        pytest.skip(f"{SHARED}/golden/fusion (../shared) is not present on this machine")
+
+
+def sanitized(value):
+    """The reference formatter's step before json.dumps: every float inf or NaN becomes None."""
+    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: sanitized(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [sanitized(v) for v in value]
+    return value
+
+
+def cli(*args, expect=0):
+    """Runs the tracefuse command; returns (stdout, stderr) after checking its exit code."""
+    done = subprocess.run([BINARY, *map(str, args)], capture_output=True, text=True)
+    assert done.returncode == expect, done.stderr
+    return done.stdout, done.stderr
+
+
+def cli_error(*args, expect=1):
+    """The CLI's one-line error, without its "tracefuse: error: " prefix."""
+    _out, err = cli(*args, expect=expect)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tracefuse: error: "), err
+    return lines[0][len("tracefuse: error: "):]
+
+
+def without(document, *paths):
+    """`document` with the keys at `paths` ("a.b", "a.*.b" for every item of a list) removed:
+    the timings, which differ from run to run."""
+    for path in paths:
+        stack = [(document, path.split("."))]
+        while stack:
+            node, keys = stack.pop()
+            if keys[0] == "*":
+                stack += [(item, keys[1:]) for item in node]
+            elif len(keys) == 1:
+                node.pop(keys[0], None)
+            elif keys[0] in node:
+                stack.append((node[keys[0]], keys[1:]))
+    return document
+
+
+@pytest.fixture(scope="session")
+def work():
+    path = pathlib.Path(os.environ.get("TRACEFUSE_TEST_WORK", "/tmp/tracefuse-pytest"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def pair(work):
+    """A generated AMD and NVIDIA pair, small."""
+    paths = []
+    for platform, seed in (("amd", 1), ("nvidia", 2)):
+        path = work / f"{platform}.json"
+        subprocess.run([GEN, "--platform", platform, "--steps", "40", "--seed", str(seed),
+                        "-o", str(path)], check=True)
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="session")
+def trace_100mb(work):
+    path = work / "amd_100m.json"
+    if not path.exists():
+        subprocess.run([GEN, "--platform", "amd", "--size", "100M", "--seed", "3",
+                        "-o", str(path) + ".tmp"], check=True)
+        os.replace(str(path) + ".tmp", path)
+    return path
+
+
+# --- analyze_fusion_differences: the drop-in -----------------------------------------------------
+
+@pytest.mark.parametrize("case", GOLDEN_CASES or ["(no golden case)"],
+                         ids=[os.path.basename(c) for c in GOLDEN_CASES] or ["missing"])
+def test_analyze_fusion_differences_gives_the_reference_json_byte_for_byte(case):
+    needs_shared()
+    # The reference orders some keys by the string hash; its files were made under seed 0.
+    assert os.environ.get("PYTHONHASHSEED") == "0", "run with PYTHONHASHSEED=0 (ctest sets it)"
+    case = pathlib.Path(case)
+    result = tracefuse.analyze_fusion_differences(case / "trace1.json.gz", case / "trace2.json.gz")
+    expected = (case / "expected.json").read_text()
+    assert json.dumps(sanitized(result), indent=2) == expected.rstrip("\n")
+    assert list(result) == ["metadata", "global_counts", "fusion_opportunities", "fusion_mappings"]
+
+
+def test_analyze_fusion_differences_keeps_the_references_types(pair):
+    result = tracefuse.analyze_fusion_differences(*pair, min_group_size=20)
+    assert result["fusion_opportunities"], "the generated pair has opportunities"
+    for o in result["fusion_opportunities"]:
+        assert o["fused_by"] in ("Trace 1", "Trace 2")
+        assert isinstance(o["trace1_total"], int) and isinstance(o["ratio"], float)
+        assert isinstance(o["trace1_time_ms"], float) and isinstance(o["time_ratio"], float)
+    infinite = [o["ratio"] for o in result["fusion_opportunities"] if math.isinf(o["ratio"])]
+    assert infinite, "a type one side never runs has ratio float('inf'), as in the reference"
+    for m in result["fusion_mappings"]:
+        assert m["fused_platform"] in ("Trace 1", "Trace 2")
+        assert isinstance(m["pattern_count"], int)
+
+
+def test_analyze_fusion_differences_takes_wafers_keyword_names(pair):
+    by_position = tracefuse.analyze_fusion_differences(str(pair[0]), str(pair[1]))
+    by_keyword = tracefuse.analyze_fusion_differences(amd_trace_path=pair[0], nv_trace_path=pair[1])
+    assert by_keyword == by_position
+    with pytest.raises(TypeError, match="give trace1_path or amd_trace_path, not both"):
+        tracefuse.analyze_fusion_differences(pair[0], pair[1], amd_trace_path=pair[0])
+
+
+# --- the other functions against the command line's JSON -----------------------------------------
+
+TIMINGS = ("tracefuse.timings_seconds", "tracefuse.traces.*.cpu_seconds")
+
+
+def test_compare_equals_the_clis_json(pair):
+    result = tracefuse.compare(*pair, ruleset="wafer-op", min_group_size=20,
+                               labels=("MI300X", "H100"), threads=2)
+    out, _err = cli("compare", *pair, "--format", "json", "--ruleset", "wafer-op",
+                    "--min-group-size", 20, "--label1", "MI300X", "--label2", "H100")
+    assert without(sanitized(result), *TIMINGS) == without(json.loads(out), *TIMINGS)
+    assert [t["label"] for t in result["tracefuse"]["traces"]] == ["MI300X", "H100"]
+
+
+def test_stats_and_breakdown_equal_the_clis_json(pair):
+    timings = ("elapsed_seconds", "gb_per_second", "cpu_seconds")
+    out, _err = cli("stats", pair[0], "--format", "json")
+    assert without(tracefuse.stats(pair[0]), *timings) == without(json.loads(out), *timings)
+    out, _err = cli("breakdown", pair[1], "--format", "json", "--top", 3, "--ruleset", "wafer-kernel")
+    assert tracefuse.breakdown(pair[1], ruleset="wafer-kernel", top=3) == json.loads(out)
+
+
+def test_classify_equals_the_clis_classify(work):
+    names = ["Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x1", "nvjet_tst_128x64_64x6_2x1_v_bz_TNT",
+             "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
+             "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "my_custom_kernel", "ü name, with comma"]
+    (work / "names.txt").write_text("\n".join(names) + "\n")
+    for ruleset in ("tracefuse", "wafer-op"):
+        for platform in (None, "amd"):
+            args = ["classify", work / "names.txt", "--ruleset", ruleset]
+            out, _err = cli(*args, *(["--platform", platform] if platform else []))
+            expected = [(line["category"], line.get("pattern") or None)
+                        for line in map(json.loads, out.splitlines())]
+            assert tracefuse.classify(names, ruleset=ruleset, platform=platform) == expected
+
+
+def test_rule_set_loads_checks_and_classifies(work):
+    path = work / "rules.yaml"
+    path.write_text("extends: tracefuse\nrules:\n  - {category: Mine, prefix: my_custom_}\n")
+    rules = tracefuse.RuleSet(path)
+    assert rules.check() == f"{path}: OK ({len(rules)} rules, {len(rules.categories)} categories)"
+    assert "Mine" in rules.categories
+    assert tracefuse.classify(["my_custom_kernel"], ruleset=rules) == [("Mine", None)]
+    out, _err = cli("rules", "--check", "--ruleset", path)
+    assert out.strip() == rules.check()
+
+
+# --- errors: the CLI's message, a Python exception class, no result ------------------------------
+
+def write(work, name, text):
+    path = work / name
+    path.write_text(text)
+    return path
+
+
+def test_a_malformed_trace_raises_malformed_trace_error_with_the_clis_message(work):
+    bad = write(work, "bad.json", '{"traceEvents": [{"ph": "X", "cat": "kernel"}}, {}]}')
+    message = cli_error("stats", bad)
+    with pytest.raises(tracefuse.MalformedTraceError) as caught:
+        tracefuse.stats(bad)
+    assert str(caught.value) == message
+    assert "malformed JSON at byte" in message
+    assert isinstance(caught.value, tracefuse.TraceError) and isinstance(caught.value, ValueError)
+
+
+def test_a_truncated_trace_raises_unless_lenient(pair, work):
+    cut = work / "cut.json"
+    cut.write_bytes(pair[0].read_bytes()[: pair[0].stat().st_size // 2])
+    message = cli_error("stats", cut)
+    with pytest.raises(tracefuse.MalformedTraceError) as caught:
+        tracefuse.stats(cut)
+    assert str(caught.value) == message
+    assert tracefuse.stats(cut, lenient=True)["truncated"]["dropped_bytes"] > 0
+
+
+def test_a_trace_that_is_not_kineto_raises_unsupported_trace_error(work):
+    other = write(work, "other.json", '{"schemaVersion": 1, "events": []}')
+    message = cli_error("stats", other)
+    with pytest.raises(tracefuse.UnsupportedTraceError) as caught:
+        tracefuse.stats(other)
+    assert str(caught.value) == message
+    assert "not a Kineto trace" in message and isinstance(caught.value, tracefuse.TraceError)
+    csv = write(work, "table.csv", "name,dur\nk,1\n")
+    with pytest.raises(tracefuse.UnsupportedTraceError, match="not a JSON trace"):
+        tracefuse.compare(csv, csv)
+
+
+def test_a_missing_file_raises_file_not_found_error_with_errno(pair, work):
+    missing = work / "missing.json"
+    message = cli_error("compare", pair[0], missing, expect=3)
+    with pytest.raises(FileNotFoundError) as caught:
+        tracefuse.compare(pair[0], missing)
+    assert caught.value.errno == errno.ENOENT and caught.value.strerror == message
+
+
+def test_a_bad_rule_file_raises_rule_set_error_with_its_line(work, pair):
+    bad = write(work, "bad.yaml", "categories: [A]\nrules:\n  - {category: A, prefix: x}\n  - {bogus: 1}\n")
+    message = cli_error("rules", "--check", "--ruleset", bad)
+    for call in (lambda: tracefuse.RuleSet(bad), lambda: tracefuse.stats(pair[0], ruleset=bad),
+                 lambda: tracefuse.classify(["x"], ruleset=bad)):
+        with pytest.raises(tracefuse.RuleSetError) as caught:
+            call()
+        assert str(caught.value) == message
+    assert message == f"{bad}:4: rule without 'category'"
+    with pytest.raises(tracefuse.RuleSetError, match="unknown rule set"):
+        tracefuse.RuleSet("no-such-set")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda p: tracefuse.stats(42), "path must be a path"),
+    (lambda p: tracefuse.compare(p[0], None), "trace2 must be a path"),
+    (lambda p: tracefuse.compare(p[0], p[1], min_group_size="50"), "min_group_size must be an int"),
+    (lambda p: tracefuse.compare(p[0], p[1], labels="AB"), "labels must be None or a pair of str"),
+    (lambda p: tracefuse.classify("one name"), "names must be an iterable of str"),
+    (lambda p: tracefuse.classify([b"bytes"]), "names must hold str"),
+    (lambda p: tracefuse.stats(p[0], progress=3), "progress must be callable"),
+    (lambda p: tracefuse.stats(p[0], threads=2.0), "threads must be an int"),
+])
+def test_wrong_arguments_raise_type_error(pair, call, message):
+    with pytest.raises(TypeError, match=message):
+        call(pair)
+
+
+def test_out_of_range_arguments_raise_value_error(pair):
+    with pytest.raises(ValueError, match="threads must be at least 1, not 0"):
+        tracefuse.stats(pair[0], threads=0)
+    with pytest.raises(ValueError, match="platform must be None, 'amd' or 'nvidia', not 'intel'"):
+        tracefuse.classify(["x"], platform="intel")
+
+
+# --- streaming: the GIL, progress -----------------------------------------------------------------
+
+def test_another_thread_keeps_running_while_a_100mb_trace_streams(trace_100mb):
+    ticks = []
+    done = threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=ticker)
+    thread.start()
+    try:
+        time.sleep(0.05)
+        started = time.monotonic()
+        result = tracefuse.stats(trace_100mb, threads=2)
+        ended = time.monotonic()
+    finally:
+        done.set()
+        thread.join()
+    assert result["bytes"] >= 100_000_000
+    during = [t for t in ticks if started < t < ended]
+    # Held GIL: no tick at all while the call runs. Released: about one per millisecond.
+    assert len(during) >= 0.2 * (ended - started) * 1000, (len(during), ended - started)
+
+
+def test_progress_reports_bytes_read_up_to_the_total(trace_100mb):
+    calls = []
+    tracefuse.stats(trace_100mb, progress=lambda read, total: calls.append((read, total)))
+    size = trace_100mb.stat().st_size
+    assert calls and calls[-1] == (size, size)
+    assert [read for read, _total in calls] == sorted(read for read, _total in calls)
+
+
+def test_an_exception_in_progress_is_raised_and_no_result_returned(pair):
+    def fail(read, total):
+        raise ZeroDivisionError("stop")
+
+    with pytest.raises(ZeroDivisionError, match="stop"):
+        tracefuse.compare(*pair, progress=fail)
