@@ -127,18 +127,22 @@ TEST(ChunkParser, ReportsInputOffsetOfMalformedEvent) {
 // simdjson skips a missing value as a value that ends there, and a string value that a ':'
 // follows as if it were a key: with an extra '}' after the event, the event parsed (found by
 // fuzz_trace).
-TEST(ChunkParser, RejectsAMissingValueAndAColonAfterAValue) {
+TEST(ChunkParser, RejectsAMissingValueAColonAfterAValueAndABareWord) {
   ChunkParser parser(64);
   ParsedChunk out;
   for (const char* events :
        {R"({"ph": "X": 7, "a": 1} })", R"({"ph": "X": 7})", R"({"pid":}})", R"({"a": , "b": 1}})",
         R"({"a": ]})", R"({"a": : 1}})", R"({"cat": "kernel", "args": {"stream": "7": 1}} })",
-        R"({"cat": "kernel", "args": {"stream": }}})"}) {
+        R"({"cat": "kernel", "args": {"stream": }}})", R"({"cat": "kernel", "name": x})",
+        R"({"cat": "kernel", "name": "k", "pid": tru})", R"({"a": nulls})", R"({"a": falsey})",
+        R"({"cat": "kernel", "args": {"stream": Infinity}})", R"({"a": +1})"}) {
     absl::Status s = parser.Parse(ChunkOf(events, 100), "f.json", &out);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << events;
     EXPECT_TRUE(absl::StartsWith(std::string(s.message()), "f.json: malformed JSON at byte 1"))
         << s.message();
   }
+  const char* atoms = R"({"cat": "kernel", "name": "k", "a": true, "b": false , "c": null})";
+  EXPECT_TRUE(parser.Parse(ChunkOf(atoms, 100), "f.json", &out).ok());
 }
 
 TEST(ChunkParser, GrowsForEventsLargerThanItsBuffer) {
