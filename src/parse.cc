@@ -436,15 +436,20 @@ bool IsAtom(std::string_view raw, std::string_view atom) {
   return raw.find_first_not_of(" \t\r\n") == std::string_view::npos;
 }
 
-// MalformedValue() catches what On-Demand lets through in a value it is not asked to read:
-// simdjson skips a missing value (`"a": }`) as a value that ends there, a string that a ':'
-// follows as a key (`{"a": "x": 1} }` and `{"a": }}` would parse, the extra '}' closing the
-// object: found by fuzz_trace), and a bare word (`"name": x`, `"a": tru`) as an atom. Numbers are
-// checked where they are read (ts, dur, correlation...), not in fields nobody reads.
-bool MalformedValue(std::string_view raw) {
+// MisplacedValue() catches what On-Demand lets through in any value: it skips a missing value
+// (`"a": }`) as a value that ends there, and a string that a ':' follows as a key: `{"a": "x": 1}
+// }` and `{"a": }}` would parse, the extra '}' closing the object (found by fuzz_trace).
+// BareWord() catches, in a value that is read, a bare word (`"name": x`, `"cat": tru`) that
+// On-Demand would take for an atom of another type; numbers are checked where they are read (ts,
+// dur, correlation...), with their own message. Values nobody reads are not validated.
+bool MisplacedValue(std::string_view raw) {
+  return std::string_view(",:]}").find(raw[0]) != std::string_view::npos ||
+         (raw[0] == '"' && raw.data()[raw.size()] == ':');
+}
+
+bool BareWord(std::string_view raw) {
   switch (raw[0]) {
     case '"':
-      return raw.data()[raw.size()] == ':';
     case '{':
     case '[':
     case '-':
@@ -470,7 +475,8 @@ simdjson::error_code ForEachField(od::object object, OnField&& on_field) {
     if ((err = field.key().get(key))) return err;
     od::value value;
     if ((err = field.value().get(value))) return err;
-    if (MalformedValue(value.raw_json_token())) return simdjson::TAPE_ERROR;
+    const std::string_view raw = value.raw_json_token();
+    if (MisplacedValue(raw)) return simdjson::TAPE_ERROR;
     if ((err = on_field(key, value))) return err;
   }
   return err;
@@ -489,6 +495,14 @@ bool ReadString(od::value value, std::string_view* out) {
     return true;
   }
   return value.get_string().get(*out) == simdjson::SUCCESS;
+}
+
+// ReadStringField() reads a string field that may hold another type (counted by the caller as
+// missing: `have` false), but not a bare word.
+simdjson::error_code ReadStringField(od::value value, std::string_view* out, bool* have) {
+  const std::string_view raw = value.raw_json_token();
+  *have = ReadString(value, out);
+  return !*have && BareWord(raw) ? simdjson::TAPE_ERROR : simdjson::SUCCESS;
 }
 
 // ReadKernelArgs() takes correlation, external id, stream, device and the roctracer-only `kind`
@@ -527,11 +541,9 @@ simdjson::error_code ReadEvent(od::object event, bool host, EventFields* f) {
     return !f.have_cat || IsKernelCategory(f.cat) || (host && IsLaunchCategory(f.cat));
   };
   simdjson::error_code err = ForEachField(event, [&](od::raw_json_string key, od::value value) {
-    if (key == "cat") {
-      f->have_cat = ReadString(value, &f->cat);
-    } else if (key == "name") {
-      f->have_name = ReadString(value, &f->name);
-    } else if (key == "ts") {
+    if (key == "cat") return ReadStringField(value, &f->cat, &f->have_cat);
+    if (key == "name") return ReadStringField(value, &f->name, &f->have_name);
+    if (key == "ts") {
       f->ts_raw = value.raw_json_token();
     } else if (key == "dur") {
       f->dur_raw = value.raw_json_token();
