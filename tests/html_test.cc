@@ -37,6 +37,16 @@ TEST(HtmlEscaped, EscapesTheFiveMarkupCharacters) {
   EXPECT_EQ(HtmlEscaped("gemm_128x64 (1.2x)"), "gemm_128x64 (1.2x)");
 }
 
+TEST(KernelNameCode, CutsLongNamesAndKeepsThemOnHover) {
+  EXPECT_EQ(KernelNameCode("gemm<float>", 20), "<code>gemm&lt;float&gt;</code>");
+  EXPECT_EQ(KernelNameCode("kernel<a, b>", 6),
+            "<code title=\"kernel&lt;a, b&gt;\">kernel...</code>");
+  const std::string giant(300000, 'x');
+  const std::string code = KernelNameCode(giant, 10);
+  EXPECT_EQ(code, "<code title=\"" + std::string(2000, 'x') + "...\">" + std::string(10, 'x') +
+                      "...</code>");
+}
+
 // The widths of the chart's bars, in document order.
 std::vector<double> BarWidths(const std::string& svg) {
   std::vector<double> widths;

@@ -124,9 +124,9 @@ void BreakdownHtmlPage::KernelTable(const CategoryBreakdown& c) {
       "<th class=\"n\">share</th></tr>\n");
   for (const KernelShare& k : c.top) {
     doc_.Append(
-        "<tr><td>{}<code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<tr><td>{}{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{:.1f}%</td></tr>\n",
-        ByFallbackRule(p_, k.name) ? "~ " : "", HtmlEscaped(Shorten(p_.names[k.name], kNameChars)),
+        ByFallbackRule(p_, k.name) ? "~ " : "", KernelNameCode(p_.names[k.name], kNameChars),
         Thousands(k.count), Ms(k.time_ns), 100 * Share(k.time_ns, total_));
   }
   doc_.Append("</table>\n");

@@ -379,9 +379,9 @@ void FusionHtmlPage::TopKernelTable(Side s, const CategoryBreakdown* category) {
       SideColour(s), HtmlEscaped(Label(s)));
   for (const KernelShare& k : category->top) {
     doc_.Append(
-        "<tr><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{:.2f}</td></tr>\n",
-        ShownName(p.names[k.name]), Thousands(k.count), Ms(k.time_ns),
+        KernelNameCode(p.names[k.name], kNameChars), Thousands(k.count), Ms(k.time_ns),
         k.count > 0 ? Micros(k.time_ns) / static_cast<double>(k.count) : 0.0);
   }
   doc_.Append("</table>\n");

@@ -171,6 +171,15 @@ std::string BarChartSvg(const std::vector<BarRow>& rows, std::string_view title)
       kChartWidth, y - kRowGap / 2, HtmlEscaped(title), kBarLeft, body);
 }
 
+std::string KernelNameCode(const std::string& name, size_t shown_chars) {
+  constexpr size_t kTitleChars = 2000;
+  const std::string_view shown = Utf8Prefix(name, shown_chars);
+  if (shown.size() == name.size()) return StrCat("<code>", HtmlEscaped(name), "</code>");
+  const std::string_view title = Utf8Prefix(name, kTitleChars);
+  return StrCat("<code title=\"", HtmlEscaped(title), title.size() < name.size() ? "..." : "",
+                "\">", HtmlEscaped(shown), "...</code>");
+}
+
 std::string ColourKey(std::string_view colour, std::string_view label) {
   return fmt::format("<span class=\"key {}\"></span>{}", colour, HtmlEscaped(label));
 }

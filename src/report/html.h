@@ -65,6 +65,11 @@ struct BarRow {
 // inline SVG titled `title` for screen readers.
 std::string BarChartSvg(const std::vector<BarRow>& rows, std::string_view title);
 
+// KernelNameCode() is a kernel name as table text: <code>, cut to `shown_chars` characters with
+// the name (up to 2,000 characters) on hover when cut. Template arguments make names long, and
+// their tail is what tells two apart.
+std::string KernelNameCode(const std::string& name, size_t shown_chars);
+
 // ColourKey() is a legend entry: a swatch of `colour` and the escaped `label`.
 std::string ColourKey(std::string_view colour, std::string_view label);
 
