@@ -175,16 +175,21 @@ py::dict HashOrderDict(const FusionReport& report) {
     for (CategoryId t : types) list.append(report.categories[t]);
     return list;
   };
+  auto per_side = [&](const PerSide<std::vector<CategoryId>>& types) {
+    return py::make_tuple(names(types[Side::kTrace1]), names(types[Side::kTrace2]));
+  };
   const HashOrderInputs& inputs = report.hash_order_inputs;
-  py::list pair_types, from_groups;
-  for (const PerSide<std::vector<CategoryId>>& pair : inputs.pair_types) {
-    pair_types.append(py::make_tuple(names(pair[Side::kTrace1]), names(pair[Side::kTrace2])));
+  py::list pairs, from_groups;
+  for (size_t i = 0; i < inputs.pair_types.size(); ++i) {
+    const auto& [cg1, cg2] = inputs.pair_correlations[i];
+    pairs.append(py::make_tuple(cg1, cg2, per_side(inputs.pair_types[i])));
   }
   for (const FusionOpportunity& o : report.opportunities) from_groups.append(o.from_groups);
   py::dict dict;
-  dict["trace_types"] = py::make_tuple(names(inputs.trace_types[Side::kTrace1]),
-                                       names(inputs.trace_types[Side::kTrace2]));
-  dict["pair_types"] = pair_types;
+  dict["trace_types"] = per_side(inputs.trace_types);
+  dict["ts_types"] = per_side(inputs.ts_types);
+  dict["matched_types"] = per_side(inputs.matched_types);
+  dict["pairs"] = pairs;
   dict["from_groups"] = from_groups;
   return dict;
 }

@@ -1007,32 +1007,41 @@ std::vector<CategoryId> FirstSeen(const CategoryId* types, size_t count, size_t 
   return first;
 }
 
+// FirstSeenIn() appends to `first` each type of `types` not in it yet.
+void FirstSeenIn(const CategoryId* types, size_t count, std::vector<uint8_t>* seen,
+                 std::vector<CategoryId>* first) {
+  for (size_t i = 0; i < count; ++i) {
+    if ((*seen)[types[i]]) continue;
+    (*seen)[types[i]] = 1;
+    first->push_back(types[i]);
+  }
+}
+
 HashOrderInputs ListHashOrderInputs(const PerSide<TraceView>& views, const GroupMatches& matches,
                                     size_t ncat) {
   HashOrderInputs inputs;
   for (Side s : kSides) {
+    const TraceView& v = views[s];
     std::vector<uint8_t> seen(ncat, 0);
-    views[s].profile->kernels.ForEach([&](const KernelRecord& k) {
-      const CategoryId t = views[s].name_category[k.name];
-      if (seen[t]) return;
-      seen[t] = 1;
-      inputs.trace_types[s].push_back(t);
+    v.profile->kernels.ForEach([&](const KernelRecord& k) {
+      FirstSeenIn(&v.name_category[k.name], 1, &seen, &inputs.trace_types[s]);
     });
+    seen.assign(ncat, 0);
+    FirstSeenIn(v.sequence.data(), v.sequence.size(), &seen, &inputs.ts_types[s]);
   }
-  std::vector<uint8_t> in_diffs(ncat, 0);
+  PerSide<std::vector<uint8_t>> matched_seen{{std::vector<uint8_t>(ncat, 0),
+                                              std::vector<uint8_t>(ncat, 0)}};
   for (const auto& match : matches) {
     const PerSide<uint32_t> slot = Slots(match);
     PerSide<std::vector<CategoryId>> types;
-    bool adds_a_type = false;
     for (Side s : kSides) {
       const TraceView& v = views[s];
-      const uint32_t begin = v.offsets[slot[s]];
-      types[s] = FirstSeen(&v.types[begin], v.offsets[slot[s] + 1] - begin, ncat);
-      for (CategoryId t : types[s]) adds_a_type |= !in_diffs[t];
+      const uint32_t begin = v.offsets[slot[s]], count = v.offsets[slot[s] + 1] - begin;
+      types[s] = FirstSeen(&v.types[begin], count, ncat);
+      FirstSeenIn(&v.types[begin], count, &matched_seen[s], &inputs.matched_types[s]);
     }
-    if (!adds_a_type) continue;
-    for (Side s : kSides)
-      for (CategoryId t : types[s]) in_diffs[t] = 1;
+    inputs.pair_correlations.emplace_back(views[Side::kTrace1].Correlation(slot[Side::kTrace1]),
+                                          views[Side::kTrace2].Correlation(slot[Side::kTrace2]));
     inputs.pair_types.push_back(std::move(types));
   }
   return inputs;

@@ -130,14 +130,21 @@ std::string Evidence(const FusionMapping& m, const std::vector<std::string>& cat
                      const PerSide<std::string>& labels);
 
 // HashOrderInputs are what the reference iterates as Python sets, whose order follows the
-// string hash (§4.4, "Determinism"): each trace's types in order of first appearance (its
-// global_counts keys and global opportunities iterate set(types1) | set(types2)), and the types of
-// each matched pair that adds a type to fusion_diffs (§4.1 step 4b), in match order, each group's
-// in order of first appearance. The Python module replays those iterations with Python's own
+// string hash (§4.4, "Determinism"), each a list of types in order of first appearance, so that
+// set(list) is the reference's set. The Python module replays those iterations with Python's own
 // sets, so that its dicts are ordered as the reference's are under the same PYTHONHASHSEED; the
 // reports keep the rule set's order (see the header comment).
 struct HashOrderInputs {
+  // Each trace's kernels in trace order: global_counts' keys and the global opportunities
+  // iterate set(types1) | set(types2) (§4.1 steps 5, 7).
   PerSide<std::vector<CategoryId>> trace_types;
+  // ... in ts order: the chain mappings (step 10) and the global sequence mappings (step 11, §4.2).
+  PerSide<std::vector<CategoryId>> ts_types;
+  // The matched groups' kernels, pair after pair: the partial-fusion mappings (step 9).
+  PerSide<std::vector<CategoryId>> matched_types;
+  // Each matched pair, in match order: its correlation ids and each group's types (ts order);
+  // fusion_diffs (step 4b) and the pair's sequence mappings (step 4c, §4.2) iterate them.
+  std::vector<std::pair<int64_t, int64_t>> pair_correlations;
   std::vector<PerSide<std::vector<CategoryId>>> pair_types;
 };
 

@@ -11,6 +11,7 @@ import math
 import os
 import pathlib
 import subprocess
+import sys
 import threading
 import time
 
@@ -113,6 +114,28 @@ def test_analyze_fusion_differences_gives_the_reference_json_byte_for_byte(case)
     expected = (case / "expected.json").read_text()
     assert json.dumps(sanitized(result), indent=2) == expected.rstrip("\n")
     assert list(result) == ["metadata", "global_counts", "fusion_opportunities", "fusion_mappings"]
+
+
+@pytest.mark.parametrize("seed", ["1", "2", "3"])
+def test_analyze_fusion_differences_under_another_hash_seed_differs_in_order_only(seed, work):
+    """The reference's output under seeds 0 to 3 is the same but for hash-ordered ties (spec
+    §4.4): so is the drop-in's, which replays those orders with the interpreter's sets."""
+    needs_shared()
+    case = SHARED / "golden" / "fusion" / "synth_graph_decode"
+    out = work / f"seed{seed}.json"
+    script = ("import json, math, sys, tracefuse\n"
+              "r = tracefuse.analyze_fusion_differences(sys.argv[1], sys.argv[2])\n"
+              "inf = lambda v: None if isinstance(v, float) and math.isinf(v) else v\n"
+              "fix = lambda v: {k: fix(x) for k, x in v.items()} if isinstance(v, dict) else "
+              "[fix(x) for x in v] if isinstance(v, list) else inf(v)\n"
+              "open(sys.argv[3], 'w').write(json.dumps(fix(r), indent=2))\n")
+    env = dict(os.environ, PYTHONHASHSEED=seed)
+    subprocess.run([sys.executable, "-c", script, str(case / "trace1.json.gz"),
+                    str(case / "trace2.json.gz"), str(out)], env=env, check=True)
+    compare = SHARED / "tools" / "compare_fusion.py"
+    done = subprocess.run([sys.executable, str(compare), str(case / "expected.json"), str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_analyze_fusion_differences_keeps_the_references_types(pair):

@@ -120,28 +120,90 @@ def compare(trace1, trace2, ruleset="tracefuse", min_group_size=50, threads=None
 
 def _in_reference_order(result, hash_order):
     """Orders what the reference orders by Python's string hash as it does, replaying its set
-    iterations with this interpreter's sets (the same PYTHONHASHSEED gives the same order):
-    global_counts' keys and the global opportunities follow set(types1) | set(types2) over each
-    trace's types in order of first appearance; opportunities from matched groups follow
-    fusion_diffs, filled pair by pair from set(group1 types) | set(group2 types); then the stable
-    sort by impact. tracefuse's own order breaks those ties by the rule set's category order."""
+    iterations with this interpreter's sets (the same PYTHONHASHSEED gives the same order) over
+    the types the analysis recorded in order of first appearance (HashOrderInputs, analyze.h).
+    tracefuse's own order breaks those ties by the rule set's category order instead."""
     types1, types2 = hash_order["trace_types"]
     global_order = list(set(types1) | set(types2))
     counts = result["global_counts"]
     result["global_counts"] = {t: counts[t] for t in global_order if t in counts}
+    result["fusion_opportunities"] = _opportunities_in_reference_order(
+        result["fusion_opportunities"], hash_order, global_order)
+    result["fusion_mappings"] = _mappings_in_reference_order(result["fusion_mappings"], hash_order)
+    return result
+
+
+def _opportunities_in_reference_order(opportunities, hash_order, global_order):
+    """Step 6's opportunities in fusion_diffs order (filled pair by pair from set(group1 types) |
+    set(group2 types)), then step 7's in global order, then the stable sort by impact."""
     diffs_order = {}
-    for group1, group2 in hash_order["pair_types"]:
+    for _cg1, _cg2, (group1, group2) in hash_order["pairs"]:
         for t in set(group1) | set(group2):
             diffs_order.setdefault(t, len(diffs_order))
-    opportunities = result["fusion_opportunities"]
     from_groups = dict(zip((o["kernel_type"] for o in opportunities), hash_order["from_groups"]))
     listed = sorted((o for o in opportunities if from_groups[o["kernel_type"]]),
                     key=lambda o: diffs_order[o["kernel_type"]])
     listed += sorted((o for o in opportunities if not from_groups[o["kernel_type"]]),
                      key=lambda o: global_order.index(o["kernel_type"]))
-    result["fusion_opportunities"] = sorted(
-        listed, key=lambda o: o["ratio"] * (o["trace1_total"] + o["trace2_total"]), reverse=True)
-    return result
+    return sorted(listed, key=lambda o: o["ratio"] * (o["trace1_total"] + o["trace2_total"]),
+                  reverse=True)
+
+
+def _mapping_rule(m):
+    """The reference's loop that emitted mapping `m` and the type it iterated, from the evidence
+    sentence's form (spec §4.3)."""
+    evidence, sequence = m["evidence"], m["unfused_sequence"]
+    if " groups where " in evidence:
+        return "partial", sequence[0]
+    if " in chains of " in evidence:
+        return "chain", sequence[0]
+    if " separately, " in evidence:
+        return ("only1" if m["unfused_platform"] == "Trace 1" else "only2"), sequence[1]
+    return "both", sequence[0]
+
+
+def _set_order(rule, types1, types2):
+    """The reference's iteration for `rule` over two sides' types (§4.1 steps 9, 10; §4.2)."""
+    if rule == "only1":
+        order = set(types1) - set(types2)
+    elif rule == "only2":
+        order = set(types2) - set(types1)
+    elif rule == "both":
+        order = set(types1) & set(types2)
+    else:
+        order = set(types1) | set(types2)
+    return {t: i for i, t in enumerate(order)}
+
+
+def _mappings_in_reference_order(mappings, hash_order):
+    """Each run of mappings one loop of the reference emitted (a matched pair's §4.2 rules, the
+    partial and chain blocks, the global §4.2 rules) reordered by that loop's set iteration."""
+    pairs = {(cg1, cg2): types for cg1, cg2, types in hash_order["pairs"]}
+    ordered, run, run_key = [], [], None
+
+    def flush():
+        if run:
+            rule, pair = run_key
+            if pair is not None:
+                types = pairs[pair]
+            elif rule == "partial":
+                types = hash_order["matched_types"]
+            else:
+                types = hash_order["ts_types"]
+            position = _set_order(rule, *types)
+            ordered.extend(sorted(run, key=lambda m: position.get(_mapping_rule(m)[1], len(position))))
+            run.clear()
+
+    for m in mappings:
+        pair = ((m["correlation_group_trace1"], m["correlation_group_trace2"])
+                if "correlation_group_trace1" in m else None)
+        key = (_mapping_rule(m)[0], pair)
+        if key != run_key:
+            flush()
+            run_key = key
+        run.append(m)
+    flush()
+    return ordered
 
 
 def analyze_fusion_differences(trace1_path=None, trace2_path=None, min_group_size=50, *,
