@@ -1029,8 +1029,8 @@ HashOrderInputs ListHashOrderInputs(const PerSide<TraceView>& views, const Group
     seen.assign(ncat, 0);
     FirstSeenIn(v.sequence.data(), v.sequence.size(), &seen, &inputs.ts_types[s]);
   }
-  PerSide<std::vector<uint8_t>> matched_seen{{std::vector<uint8_t>(ncat, 0),
-                                              std::vector<uint8_t>(ncat, 0)}};
+  PerSide<std::vector<uint8_t>> matched_seen{
+      {std::vector<uint8_t>(ncat, 0), std::vector<uint8_t>(ncat, 0)}};
   for (const auto& match : matches) {
     const PerSide<uint32_t> slot = Slots(match);
     PerSide<std::vector<CategoryId>> types;
