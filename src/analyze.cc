@@ -995,18 +995,6 @@ namespace {
 
 // --- §4.4: the inputs of the reference's hash-ordered iterations --------------------------------
 
-// FirstSeen() is `types` (`count` of them) with each type at its first appearance only.
-std::vector<CategoryId> FirstSeen(const CategoryId* types, size_t count, size_t ncat) {
-  std::vector<uint8_t> seen(ncat, 0);
-  std::vector<CategoryId> first;
-  for (size_t i = 0; i < count; ++i) {
-    if (seen[types[i]]) continue;
-    seen[types[i]] = 1;
-    first.push_back(types[i]);
-  }
-  return first;
-}
-
 // FirstSeenIn() appends to `first` each type of `types` not in it yet.
 void FirstSeenIn(const CategoryId* types, size_t count, std::vector<uint8_t>* seen,
                  std::vector<CategoryId>* first) {
@@ -1015,6 +1003,14 @@ void FirstSeenIn(const CategoryId* types, size_t count, std::vector<uint8_t>* se
     (*seen)[types[i]] = 1;
     first->push_back(types[i]);
   }
+}
+
+// FirstSeen() is `types` (`count` of them) with each type at its first appearance only.
+std::vector<CategoryId> FirstSeen(const CategoryId* types, size_t count, size_t ncat) {
+  std::vector<uint8_t> seen(ncat, 0);
+  std::vector<CategoryId> first;
+  FirstSeenIn(types, count, &seen, &first);
+  return first;
 }
 
 HashOrderInputs ListHashOrderInputs(const PerSide<TraceView>& views, const GroupMatches& matches,

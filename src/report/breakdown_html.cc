@@ -17,8 +17,6 @@ namespace {
 
 constexpr size_t kNameChars = 160;
 
-std::string Ms(int64_t ns) { return fmt::format("{:.3f}", Millis(ns)); }
-
 class BreakdownHtmlPage {
  public:
   BreakdownHtmlPage(const TraceProfile& profile, size_t top)
@@ -58,18 +56,13 @@ void BreakdownHtmlPage::Header() {
       "<tr><th>kernel time</th><td class=\"kernel-time\">{} ms</td></tr>\n"
       "<tr><th>rule set</th><td>{}</td></tr>\n</table>\n",
       HtmlEscaped(p_.path), PlatformName(p_.platform), HtmlEscaped(p_.platform_evidence),
-      HtmlEscaped(GpuText(p_)), Thousands(p_.kernel_count), Ms(total_),
+      HtmlEscaped(GpuText(p_)), Thousands(p_.kernel_count), MillisText(total_),
       HtmlEscaped(p_.classifier->rule_set().name()));
   if (p_.truncated) {
     doc_.Append("<p class=\"note\">truncated: {}</p>\n", HtmlEscaped(TruncationText(p_)));
   }
-  const CategoryTotals fallback = FallbackTotals(p_);
-  if (fallback.kernels > 0) {
-    doc_.Append(
-        "<p class=\"note\">~ classified by a fallback rule (a word of the name, no rule for its "
-        "library): {} kernels, {} ms, {:.1f}% of kernel time ('tracefuse rules' lists them)</p>\n",
-        Thousands(fallback.kernels), Ms(fallback.time_ns), 100 * Share(fallback.time_ns, total_));
-  }
+  const std::string fallback = FallbackSentence(p_, total_);
+  if (!fallback.empty()) doc_.Append("<p class=\"note\">{}</p>\n", HtmlEscaped(fallback));
   doc_.Append("</header>\n");
 }
 
@@ -79,11 +72,12 @@ void BreakdownHtmlPage::Categories() {
     const CategoryBreakdown& c = categories_[i];
     const std::string& name = p_.category_name(c.category);
     const double share = 100 * Share(c.time_ns, total_);
-    rows.push_back({name,
-                    {{Millis(c.time_ns), CategoryColourClass(i)}},
-                    fmt::format("{} ms ({:.1f}%)", Ms(c.time_ns), share),
-                    fmt::format("{}\n{} kernels, {} ms, {:.1f}% of kernel time, {:.2f} us each",
-                                name, Thousands(c.count), Ms(c.time_ns), share, AverageMicros(c))});
+    rows.push_back(
+        {name,
+         {{Millis(c.time_ns), CategoryColourClass(i)}},
+         fmt::format("{} ms ({:.1f}%)", MillisText(c.time_ns), share),
+         fmt::format("{}\n{} kernels, {} ms, {:.1f}% of kernel time, {:.2f} us each", name,
+                     Thousands(c.count), MillisText(c.time_ns), share, AverageMicros(c))});
   }
   doc_.Append(
       "<section id=\"categories\">\n<h2>Kernel time per category</h2>\n"
@@ -98,7 +92,7 @@ void BreakdownHtmlPage::Categories() {
         "<td class=\"count n\">{2}</td><td class=\"time n\">{3}</td>"
         "<td class=\"share n\">{4:.1f}%</td><td class=\"avg n\">{5:.2f}</td></tr>\n",
         HtmlEscaped(p_.category_name(c.category)), CategoryColourClass(i), Thousands(c.count),
-        Ms(c.time_ns), 100 * Share(c.time_ns, total_), AverageMicros(c));
+        MillisText(c.time_ns), 100 * Share(c.time_ns, total_), AverageMicros(c));
   }
   doc_.Append("</table>\n</section>\n");
 }
@@ -111,7 +105,7 @@ void BreakdownHtmlPage::TopKernels() {
         "<details data-category=\"{0}\"{1}><summary><span class=\"key {2}\"></span><b>{0}</b> "
         "&middot; {3} ms in {4} kernels</summary>\n",
         HtmlEscaped(p_.category_name(c.category)), i == 0 ? " open" : "", CategoryColourClass(i),
-        Ms(c.time_ns), Thousands(c.count));
+        MillisText(c.time_ns), Thousands(c.count));
     KernelTable(c);
     doc_.Append("</details>\n");
   }
@@ -127,7 +121,7 @@ void BreakdownHtmlPage::KernelTable(const CategoryBreakdown& c) {
         "<tr><td>{}{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{:.1f}%</td></tr>\n",
         ByFallbackRule(p_, k.name) ? "~ " : "", KernelNameCode(p_.names[k.name], kNameChars),
-        Thousands(k.count), Ms(k.time_ns), 100 * Share(k.time_ns, total_));
+        Thousands(k.count), MillisText(k.time_ns), 100 * Share(k.time_ns, total_));
   }
   doc_.Append("</table>\n");
 }

@@ -13,20 +13,6 @@
 
 namespace tracefuse {
 
-namespace {
-
-// FallbackNote() says how much rests on fallback rules, when anything does.
-std::string FallbackNote(const TraceProfile& p, int64_t total) {
-  const CategoryTotals fallback = FallbackTotals(p);
-  if (fallback.kernels == 0) return "";
-  return fmt::format(
-      "\n~ classified by a fallback rule (a word of the name, no rule for its library): {} "
-      "kernels, {:.3f} ms, {:.1f}% of kernel time ('tracefuse rules' lists them)\n",
-      Thousands(fallback.kernels), Millis(fallback.time_ns), 100 * Share(fallback.time_ns, total));
-}
-
-}  // namespace
-
 std::string BreakdownText(const TraceProfile& p, size_t top) {
   const int64_t total = KernelTimeNs(p);
   const std::vector<CategoryBreakdown> cats = Breakdown(p, top);
@@ -55,7 +41,8 @@ std::string BreakdownText(const TraceProfile& p, size_t top) {
                      Shorten(p.names[k.name], 120));
     }
   }
-  return out + FallbackNote(p, total);
+  const std::string fallback = FallbackSentence(p, total);
+  return fallback.empty() ? out : StrCat(out, "\n", fallback, "\n");
 }
 
 }  // namespace tracefuse

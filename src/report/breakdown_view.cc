@@ -4,6 +4,7 @@
 #include <string_view>
 #include <utility>
 
+#include "fmt/format.h"
 #include "report/formatting.h"
 #include "tracefuse/strings.h"
 
@@ -54,13 +55,18 @@ CategoryId UnclassifiedCategory(const TraceProfile& p) {
 
 double Share(int64_t part, int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
 
-double AverageMicros(const CategoryBreakdown& c) {
-  return MillisAsMicros(c.time_ns) / double(c.count);
+std::string FallbackSentence(const TraceProfile& p, int64_t total) {
+  const CategoryTotals fallback = FallbackTotals(p);
+  if (fallback.kernels == 0) return "";
+  return fmt::format(
+      "~ classified by a fallback rule (a word of the name, no rule for its library): {} "
+      "kernels, {} ms, {:.1f}% of kernel time ('tracefuse rules' lists them)",
+      Thousands(fallback.kernels), MillisText(fallback.time_ns),
+      100 * Share(fallback.time_ns, total));
 }
 
-std::string Shorten(const std::string& s, size_t n) {
-  std::string_view p = Utf8Prefix(s, n);
-  return p.size() < s.size() ? std::string(p) + "..." : s;
+double AverageMicros(const CategoryBreakdown& c) {
+  return MillisAsMicros(c.time_ns) / double(c.count);
 }
 
 }  // namespace tracefuse

@@ -43,11 +43,12 @@ CategoryId UnclassifiedCategory(const TraceProfile& profile);
 // Share() is part / whole, 0 when whole is 0.
 double Share(int64_t part, int64_t whole);
 
+// FallbackSentence() says how much of the kernel time (`total`) rests on fallback rules: "~
+// classified by a fallback rule ...", or "" when nothing does.
+std::string FallbackSentence(const TraceProfile& profile, int64_t total);
+
 // AverageMicros() is the category's mean kernel duration in microseconds.
 double AverageMicros(const CategoryBreakdown& category);
-
-// Shorten() cuts `s` to `n` bytes (at a UTF-8 boundary) and marks the cut with "...".
-std::string Shorten(const std::string& s, size_t n);
 
 }  // namespace tracefuse
 

@@ -2,11 +2,19 @@
 
 #include <cmath>
 
+#include "tracefuse/classify.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
 
 double Millis(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+std::string MillisText(int64_t ns) { return fmt::format("{:.3f}", Millis(ns)); }
+
+std::string Shorten(const std::string& s, size_t n) {
+  const std::string_view prefix = Utf8Prefix(s, n);
+  return prefix.size() < s.size() ? StrCat(prefix, "...") : s;
+}
 
 double Micros(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 

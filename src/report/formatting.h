@@ -14,6 +14,12 @@ namespace tracefuse {
 // Millis() converts nanoseconds to milliseconds, the unit of the people-facing reports.
 double Millis(int64_t ns);
 
+// MillisText() is nanoseconds as the reports print milliseconds: "12.345".
+std::string MillisText(int64_t ns);
+
+// Shorten() cuts `s` to `n` characters (at a UTF-8 boundary) and marks the cut with "...".
+std::string Shorten(const std::string& s, size_t n);
+
 // Micros() converts nanoseconds to microseconds directly (`stats`).
 double Micros(int64_t ns);
 

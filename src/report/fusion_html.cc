@@ -35,11 +35,9 @@ constexpr size_t kMaxAlignedColumns = 300;   // shown
 constexpr size_t kTopKernels = 10;           // per category and side, in the drill-down
 constexpr size_t kNameChars = 120;           // kernel names in tables and cell titles
 
-std::string Ms(int64_t ns) { return fmt::format("{:.3f}", Millis(ns)); }
-
 std::string ShownName(const std::string& name) { return HtmlEscaped(Shorten(name, kNameChars)); }
 
-// An example of a folded mapping: the groups to align, and the types to show in full colour.
+// An example of a folded mapping: its first matched groups' kernels, to align.
 struct AlignedExample {
   const FoldedMapping* folded = nullptr;
   PerSide<std::vector<GroupKernel>> groups;
@@ -86,7 +84,6 @@ class FusionHtmlPage {
   void Footer(double seconds);
 
   const std::string& Label(Side side) const { return context_.labels[side]; }
-  std::string SideColour(Side side) const { return side == Side::kTrace1 ? "s1" : "s2"; }
   std::string Colour(CategoryId category) const {
     return CategoryColourClass(colour_rank_[category]);
   }
@@ -145,9 +142,10 @@ void FusionHtmlPage::TraceRow(Side s) {
       "<td class=\"gpu\">{}</td><td class=\"kernels n\">{}</td>"
       "<td class=\"kernel-time n\">{} ms</td><td class=\"n\">{}</td>"
       "<td class=\"file\"><code>{}</code></td></tr>\n",
-      s == Side::kTrace1 ? 1 : 2, SideColour(s), HtmlEscaped(side.label), PlatformName(p.platform),
-      HtmlEscaped(p.platform_evidence), HtmlEscaped(GpuText(p)), Thousands(p.kernel_count),
-      Ms(side.kernel_time_ns), Thousands(side.large_groups), HtmlEscaped(p.path));
+      s == Side::kTrace1 ? 1 : 2, SideColourClass(s), HtmlEscaped(side.label),
+      PlatformName(p.platform), HtmlEscaped(p.platform_evidence), HtmlEscaped(GpuText(p)),
+      Thousands(p.kernel_count), MillisText(side.kernel_time_ns), Thousands(side.large_groups),
+      HtmlEscaped(p.path));
 }
 
 // Both sides' kernel time per category on one scale, and the numbers in a table beside.
@@ -160,12 +158,12 @@ void FusionHtmlPage::Categories() {
     bars.label = row->name;
     std::string tooltip = row->name;
     for (Side s : kSides) {
-      bars.bars.push_back({Millis(row->time_ns[s]), SideColour(s)});
+      bars.bars.push_back({Millis(row->time_ns[s]), SideColourClass(s)});
       tooltip += fmt::format("\n{}: {} kernels, {} ms", Label(s), Thousands(row->kernels[s]),
-                             Ms(row->time_ns[s]));
+                             MillisText(row->time_ns[s]));
     }
-    bars.value_text =
-        fmt::format("{} / {} ms", Ms(row->time_ns[Side::kTrace1]), Ms(row->time_ns[Side::kTrace2]));
+    bars.value_text = fmt::format("{} / {} ms", MillisText(row->time_ns[Side::kTrace1]),
+                                  MillisText(row->time_ns[Side::kTrace2]));
     bars.tooltip = fmt::format("{}\ncount ratio {}, time ratio {}", tooltip,
                                RatioText(row->count_ratio), RatioText(row->time_ratio));
     rows.push_back(std::move(bars));
@@ -192,8 +190,8 @@ void FusionHtmlPage::CategoryTable() {
         HtmlEscaped(row->name), Colour(row->category),
         row->opportunity ? " <span class=\"muted\" title=\"a fusion opportunity\">*</span>" : "",
         Thousands(row->kernels[Side::kTrace1]), Thousands(row->kernels[Side::kTrace2]),
-        RatioText(row->count_ratio), Ms(row->time_ns[Side::kTrace1]),
-        Ms(row->time_ns[Side::kTrace2]), RatioText(row->time_ratio));
+        RatioText(row->count_ratio), MillisText(row->time_ns[Side::kTrace1]),
+        MillisText(row->time_ns[Side::kTrace2]), RatioText(row->time_ratio));
   }
   doc_.Append("</table>\n<p class=\"note\">* a fusion opportunity (below)</p>\n");
 }
@@ -214,7 +212,7 @@ void FusionHtmlPage::Opportunities() {
     const FusionOpportunity& o = all[i];
     const std::string sentence = OpportunitySentence(o, context_.labels);
     rows.push_back({o.kernel_type,
-                    {{o.impact(), SideColour(o.fused_by)}},
+                    {{o.impact(), SideColourClass(o.fused_by)}},
                     std::isinf(o.ratio)
                         ? StrCat("none left on ", Label(o.fused_by))
                         : StrCat(RatioText(o.ratio), " fewer calls on ", Label(o.fused_by)),
@@ -354,8 +352,8 @@ void FusionHtmlPage::Drilldown() {
                 HtmlEscaped(row.name), i == 0 ? " open" : "", Colour(row.category),
                 HtmlEscaped(row.name));
     for (Side s : kSides) {
-      doc_.Append(" &middot; {}: {} ms in {} kernels", HtmlEscaped(Label(s)), Ms(row.time_ns[s]),
-                  Thousands(row.kernels[s]));
+      doc_.Append(" &middot; {}: {} ms in {} kernels", HtmlEscaped(Label(s)),
+                  MillisText(row.time_ns[s]), Thousands(row.kernels[s]));
     }
     doc_.Append("</summary>\n<div class=\"split\">\n");
     for (Side s : kSides) {
@@ -376,12 +374,12 @@ void FusionHtmlPage::TopKernelTable(Side s, const CategoryBreakdown* category) {
   doc_.Append(
       "<table>\n<tr><th><span class=\"key {}\"></span>{} kernel</th><th class=\"n\">count</th>"
       "<th class=\"n\">ms</th><th class=\"n\">avg us</th></tr>\n",
-      SideColour(s), HtmlEscaped(Label(s)));
+      SideColourClass(s), HtmlEscaped(Label(s)));
   for (const KernelShare& k : category->top) {
     doc_.Append(
         "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{:.2f}</td></tr>\n",
-        KernelNameCode(p.names[k.name], kNameChars), Thousands(k.count), Ms(k.time_ns),
+        KernelNameCode(p.names[k.name], kNameChars), Thousands(k.count), MillisText(k.time_ns),
         k.count > 0 ? Micros(k.time_ns) / static_cast<double>(k.count) : 0.0);
   }
   doc_.Append("</table>\n");

@@ -23,8 +23,8 @@ TypeCells TypeRowCells(const FusionTypeRow& row) {
   return {Thousands(row.kernels[Side::kTrace1]),
           Thousands(row.kernels[Side::kTrace2]),
           RatioText(row.count_ratio),
-          fmt::format("{:.3f}", Millis(row.time_ns[Side::kTrace1])),
-          fmt::format("{:.3f}", Millis(row.time_ns[Side::kTrace2])),
+          MillisText(row.time_ns[Side::kTrace1]),
+          MillisText(row.time_ns[Side::kTrace2]),
           RatioText(row.time_ratio)};
 }
 

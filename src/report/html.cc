@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tracefuse/classify.h"
+#include "report/formatting.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -87,8 +87,7 @@ double BarLength(double value, double largest) {
 }
 
 std::string ChartLabel(const std::string& label) {
-  std::string_view shown = Utf8Prefix(label, kLabelChars);
-  return HtmlEscaped(shown.size() < label.size() ? StrCat(shown, "...") : label);
+  return HtmlEscaped(Shorten(label, kLabelChars));
 }
 
 }  // namespace
@@ -173,11 +172,10 @@ std::string BarChartSvg(const std::vector<BarRow>& rows, std::string_view title)
 
 std::string KernelNameCode(const std::string& name, size_t shown_chars) {
   constexpr size_t kTitleChars = 2000;
-  const std::string_view shown = Utf8Prefix(name, shown_chars);
-  if (shown.size() == name.size()) return StrCat("<code>", HtmlEscaped(name), "</code>");
-  const std::string_view title = Utf8Prefix(name, kTitleChars);
-  return StrCat("<code title=\"", HtmlEscaped(title), title.size() < name.size() ? "..." : "",
-                "\">", HtmlEscaped(shown), "...</code>");
+  const std::string shown = Shorten(name, shown_chars);
+  if (shown == name) return StrCat("<code>", HtmlEscaped(name), "</code>");
+  return StrCat("<code title=\"", HtmlEscaped(Shorten(name, kTitleChars)), "\">",
+                HtmlEscaped(shown), "</code>");
 }
 
 std::string ColourKey(std::string_view colour, std::string_view label) {

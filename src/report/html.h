@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "tracefuse/analyze.h"
 
 namespace tracefuse {
 
@@ -23,6 +24,9 @@ std::string HtmlEscaped(std::string_view text);
 // kCategoryColours is how many categories get a colour of their own (classes k0 ... k15); the
 // rest share the neutral `k-rest`.
 inline constexpr size_t kCategoryColours = 16;
+
+// SideColourClass() is the CSS class of a side's colour: "s1", "s2".
+inline const char* SideColourClass(Side side) { return side == Side::kTrace1 ? "s1" : "s2"; }
 
 // CategoryColourClass() is the CSS class of the `rank`-th category: "k3", or "k-rest".
 std::string CategoryColourClass(size_t rank);

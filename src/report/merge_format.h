@@ -12,6 +12,12 @@ namespace tracefuse {
 // that never finished and the missing ones, each in pair order.
 std::vector<const MergedPair*> ProblemPairs(const MergeSummary& summary);
 
+// MillisOfMicros() is microseconds as the reports print milliseconds: "12.345".
+std::string MillisOfMicros(double us);
+
+// TopOpportunityText() is a pair's first opportunity, "GEMM by H100 2.00x", or "none".
+std::string TopOpportunityText(const MergedPair& pair);
+
 // Disparity() is how much the sides' kernel times differ, either way: max(t1/t2, t2/t1).
 double Disparity(const MergedPair& pair);
 

@@ -21,9 +21,6 @@ constexpr size_t kMaxPairs = 200;
 constexpr size_t kMaxProblems = 200;
 constexpr size_t kMaxPairLabels = 12;  // per recurring opportunity
 
-std::string Ms(double us) { return fmt::format("{:.3f}", us / 1000); }
-std::string SideColour(Side side) { return side == Side::kTrace1 ? "s1" : "s2"; }
-
 class MergeHtmlPage {
  public:
   explicit MergeHtmlPage(const MergeSummary& summary)
@@ -89,12 +86,13 @@ void MergeHtmlPage::Categories() {
     BarRow row{c.category, {}, "", c.category};
     for (Side s : kSides) {
       const SideStats& st = c.sides[s];
-      row.bars.push_back({st.sum_us, SideColour(s)});
+      row.bars.push_back({st.sum_us, SideColourClass(s)});
       row.tooltip += fmt::format("\n{}: {} ms summed, median {} ms, in {} pairs", s_.side_names[s],
-                                 Ms(st.sum_us), Ms(st.median_us), st.pairs_with_kernels);
+                                 MillisOfMicros(st.sum_us), MillisOfMicros(st.median_us),
+                                 st.pairs_with_kernels);
     }
-    row.value_text = fmt::format("{} / {} ms", Ms(c.sides[Side::kTrace1].sum_us),
-                                 Ms(c.sides[Side::kTrace2].sum_us));
+    row.value_text = fmt::format("{} / {} ms", MillisOfMicros(c.sides[Side::kTrace1].sum_us),
+                                 MillisOfMicros(c.sides[Side::kTrace2].sum_us));
     rows.push_back(std::move(row));
   }
   doc_.Append(
@@ -112,8 +110,9 @@ void MergeHtmlPage::Categories() {
           "<td>{8} {9}</td></tr>\n",
           HtmlEscaped(c.category), s == Side::kTrace1 ? 1 : 2,
           s == Side::kTrace1 ? HtmlEscaped(c.category) : "",
-          ColourKey(SideColour(s), s_.side_names[s]), Ms(st.sum_us), Ms(st.median_us),
-          Ms(st.min_us), HtmlEscaped(st.min_pair), Ms(st.max_us), HtmlEscaped(st.max_pair));
+          ColourKey(SideColourClass(s), s_.side_names[s]), MillisOfMicros(st.sum_us),
+          MillisOfMicros(st.median_us), MillisOfMicros(st.min_us), HtmlEscaped(st.min_pair),
+          MillisOfMicros(st.max_us), HtmlEscaped(st.max_pair));
     }
   }
   doc_.Append("</table>\n</section>\n");
@@ -129,7 +128,7 @@ void MergeHtmlPage::Recurring() {
   for (const RecurringOpportunity& r : s_.recurring) {
     rows.push_back(
         {r.kernel_type,
-         {{static_cast<double>(r.pairs.size()), SideColour(r.fused_by)}},
+         {{static_cast<double>(r.pairs.size()), SideColourClass(r.fused_by)}},
          fmt::format("{} pairs, median {}", r.pairs.size(), RatioText(r.median_ratio)),
          fmt::format("{}: fused by {} in {} pairs, median ratio {}", r.kernel_type,
                      s_.side_names[r.fused_by], r.pairs.size(), RatioText(r.median_ratio))});
@@ -178,19 +177,15 @@ void MergeHtmlPage::Pairs() {
 void MergeHtmlPage::PairRow(const MergedPair& p) {
   const MergedTrace& a = p.traces[Side::kTrace1];
   const MergedTrace& b = p.traces[Side::kTrace2];
-  std::string top = "none";
-  if (!p.opportunities.empty()) {
-    const MergedOpportunity& o = p.opportunities.front();
-    top = StrCat(o.kernel_type, " by ", p.traces[o.fused_by].label, " ", RatioText(o.ratio));
-  }
   doc_.Append(
       "<tr data-pair=\"{0}\"><th>{0}</th><td>{1} / {2}</td><td class=\"n\">{3} / {4}</td>"
       "<td class=\"n\">{5} / {6}</td><td class=\"n\">{7}</td><td class=\"n\">{8}</td>"
       "<td>{9}</td><td class=\"n\">{10}</td></tr>\n",
       HtmlEscaped(p.label), HtmlEscaped(a.gpu.empty() ? a.platform : a.gpu),
       HtmlEscaped(b.gpu.empty() ? b.platform : b.gpu), Thousands(a.kernels), Thousands(b.kernels),
-      Ms(a.kernel_time_us), Ms(b.kernel_time_us), RatioText(p.KernelTimeRatio()),
-      Thousands(p.matched_groups), HtmlEscaped(top),
+      MillisOfMicros(a.kernel_time_us), MillisOfMicros(b.kernel_time_us),
+      RatioText(p.KernelTimeRatio()), Thousands(p.matched_groups),
+      HtmlEscaped(TopOpportunityText(p)),
       p.elapsed_seconds ? fmt::format("{:.1f}", *p.elapsed_seconds) : "");
 }
 

@@ -5,8 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "fmt/format.h"
+#include "report/formatting.h"
 #include "report/merge_format.h"
 #include "tracefuse/report/merge.h"
+#include "tracefuse/strings.h"
 
 namespace tracefuse {
 namespace {
@@ -117,6 +120,14 @@ size_t MergeSummary::Count(PairState state) const {
 
 bool MergeSummary::Complete() const {
   return manifest_error.empty() && !pairs.empty() && Count(PairState::kComplete) == pairs.size();
+}
+
+std::string MillisOfMicros(double us) { return fmt::format("{:.3f}", us / 1000); }
+
+std::string TopOpportunityText(const MergedPair& p) {
+  if (p.opportunities.empty()) return "none";
+  const MergedOpportunity& o = p.opportunities.front();
+  return StrCat(o.kernel_type, " by ", p.traces[o.fused_by].label, " ", RatioText(o.ratio));
 }
 
 double Disparity(const MergedPair& p) {

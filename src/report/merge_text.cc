@@ -50,8 +50,6 @@ std::string Counted(size_t n, std::string_view noun) {
   return StrCat(n, " ", noun, n == 1 ? "" : "s");
 }
 
-std::string Ms(double us) { return fmt::format("{:.3f}", us / 1000); }
-
 template <typename T>
 std::string BothSides(const PerSide<T>& v) {
   return StrCat(v[Side::kTrace1], "/", v[Side::kTrace2]);
@@ -189,15 +187,16 @@ void MergePage::Categories() {
                                        {"min (pair)", 22, false},
                                        {"max (pair)", 22, false}};
   auto at = [](double us, const std::string& pair) {
-    return StrCat(Ms(us), " ", Fit(pair, kShortLabelWidth));
+    return StrCat(MillisOfMicros(us), " ", Fit(pair, kShortLabelWidth));
   };
   std::vector<Row> rows;
   for (size_t i = 0; i < s_.categories.size() && i < kMaxCategories; ++i) {
     const CategorySummary& c = s_.categories[i];
     for (Side side : kSides) {
       const SideStats& st = c.sides[side];
-      rows.push_back({side == Side::kTrace1 ? c.category : "", s_.side_names[side], Ms(st.sum_us),
-                      Ms(st.median_us), at(st.min_us, st.min_pair), at(st.max_us, st.max_pair)});
+      rows.push_back({side == Side::kTrace1 ? c.category : "", s_.side_names[side],
+                      MillisOfMicros(st.sum_us), MillisOfMicros(st.median_us),
+                      at(st.min_us, st.min_pair), at(st.max_us, st.max_pair)});
     }
   }
   Table(columns, rows);
@@ -256,12 +255,7 @@ Row MergePage::PairRow(const MergedPair& p) const {
   for (Side s : kSides) {
     platforms[s] = p.traces[s].platform;
     kernels[s] = Thousands(p.traces[s].kernels);
-    ms[s] = Ms(p.traces[s].kernel_time_us);
-  }
-  std::string top = "none";
-  if (!p.opportunities.empty()) {
-    const MergedOpportunity& o = p.opportunities.front();
-    top = StrCat(o.kernel_type, " by ", p.traces[o.fused_by].label, " ", RatioText(o.ratio));
+    ms[s] = MillisOfMicros(p.traces[s].kernel_time_us);
   }
   return {p.label,
           BothSides(platforms),
@@ -269,7 +263,7 @@ Row MergePage::PairRow(const MergedPair& p) const {
           BothSides(ms),
           RatioText(p.KernelTimeRatio()),
           Thousands(p.matched_groups),
-          top};
+          TopOpportunityText(p)};
 }
 
 // The pairs that are not complete, and why.
