@@ -257,12 +257,34 @@ struct PredicateParser {
   }
 };
 
+}  // namespace
+
+// The built-in rule sets as the build read them: defined by the generated rule_databases.cc that
+// the tracefuse executables link (weak: absent from the build tool that writes it, and from tests
+// that do not link it).
+extern const PrecompiledRuleSet kPrecompiledRuleSets[] __attribute__((weak));
+extern const size_t kPrecompiledRuleSetCount __attribute__((weak));
+
+namespace {
+
+// PrecompiledBuiltin() is the build's reading of the built-in set `name` from `text`, if any.
+std::shared_ptr<const RuleSet> PrecompiledBuiltin(std::string_view name, std::string_view text) {
+  if (&kPrecompiledRuleSetCount == nullptr) return nullptr;
+  for (size_t i = 0; i < kPrecompiledRuleSetCount; ++i) {
+    const PrecompiledRuleSet& p = kPrecompiledRuleSets[i];
+    if (p.name != name || p.text != text) continue;
+    absl::StatusOr<std::shared_ptr<const RuleSet>> set =
+        RuleSet::Deserialize(p.bytes, std::string(name));
+    if (set.ok()) return *set;
+  }
+  return nullptr;
+}
+
 absl::StatusOr<std::shared_ptr<const RuleSet>> LoadBuiltin(std::string_view name) {
-  for (size_t i = 0; i < kEmbeddedRuleCount; ++i) {
-    if (kEmbeddedRules[i].name == name) {
-      return RuleSet::FromYaml(kEmbeddedRules[i].text, StrCat("data/rules/", name, ".yaml"),
-                               /*check_regexes=*/false);
-    }
+  const std::string_view text = RuleSet::BuiltinText(name);
+  if (!text.empty()) {
+    if (std::shared_ptr<const RuleSet> set = PrecompiledBuiltin(name, text)) return set;
+    return RuleSet::FromYaml(text, StrCat("data/rules/", name, ".yaml"), /*check_regexes=*/false);
   }
   return absl::NotFoundError(StrCat(
       "unknown rule set '", name,
@@ -270,6 +292,13 @@ absl::StatusOr<std::shared_ptr<const RuleSet>> LoadBuiltin(std::string_view name
 }
 
 }  // namespace
+
+std::string_view RuleSet::BuiltinText(std::string_view name) {
+  for (size_t i = 0; i < kEmbeddedRuleCount; ++i) {
+    if (kEmbeddedRules[i].name == name) return kEmbeddedRules[i].text;
+  }
+  return {};
+}
 
 std::vector<std::string> RuleSet::BuiltinNames() {
   std::vector<std::string> names;

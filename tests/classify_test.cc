@@ -308,6 +308,83 @@ TEST(SubstringClassifier, ARegexThatStdRegexCannotCompileIsAnError) {
             "rule set 'pcre', line 3: regex '(?i)abc' is not one std::regex");
 }
 
+// Serialize() and Deserialize() carry every field: a set read back serializes to the same bytes
+// and classifies every golden name alike, on every built-in set and a file that extends one.
+TEST(RuleSetBytes, ReadBackAsTheSameSet) {
+  std::vector<std::shared_ptr<const RuleSet>> sets;
+  for (const std::string& name : RuleSet::BuiltinNames()) {
+    auto set = RuleSet::FromYaml(RuleSet::BuiltinText(name), name);
+    ASSERT_TRUE(set.ok()) << set.status();
+    sets.push_back(*set);
+  }
+  auto extended = RuleSet::FromYaml(
+      "name: mine\nextends: tracefuse\ndescription: d\ncategories: [Mine]\nrules:\n"
+      "  - category: Mine\n    pattern: \"mine {name:4}\"\n    all:\n      - regex: 'my_.*k'\n"
+      "      - not: {platform: amd}\n      - any: [{prefix: my_}, {words: kern}, {contains: Kern, "
+      "case: sensitive}]\n"
+      "default: {category: Mine, pattern: other}\n",
+      "mine.yaml");
+  ASSERT_TRUE(extended.ok()) << extended.status();
+  sets.push_back(*extended);
+  // The golden names where ../shared is present, and names of the extending file's rules.
+  std::vector<std::string> names = {"my_gemm_kernel", "my_Kern_x", "other"};
+  std::ifstream golden(testing::SharedDir() + "/golden/classify/kernel_names.jsonl");
+  simdjson::dom::parser parser;
+  for (std::string line; std::getline(golden, line);) {
+    simdjson::dom::element row = parser.parse(simdjson::padded_string(line)).value();
+    names.emplace_back(std::string_view(row["name"].get_string().value()));
+  }
+  for (const auto& set : sets) {
+    const std::string bytes = set->Serialize();
+    auto back = RuleSet::Deserialize(bytes, set->name());
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_TRUE((*back)->precompiled());
+    EXPECT_EQ((*back)->Serialize(), bytes);
+    EXPECT_EQ((*back)->name(), set->name());
+    EXPECT_EQ((*back)->extends(), set->extends());
+    EXPECT_EQ((*back)->categories(), set->categories());
+    EXPECT_EQ((*back)->rules().size(), set->rules().size());
+    auto original = Classifier::Create(set, /*use_precompiled=*/false);
+    auto copy = Classifier::Create(*back, /*use_precompiled=*/false);
+    ASSERT_TRUE(original.ok() && copy.ok());
+    for (const std::string& name : names) {
+      for (Platform p : {Platform::kAmd, Platform::kNvidia, Platform::kUnknown}) {
+        ASSERT_EQ((*original)->Classify(name, p), (*copy)->Classify(name, p)) << name;
+        ASSERT_EQ((*original)->Pattern((*original)->Classify(name, p), name),
+                  (*copy)->Pattern((*copy)->Classify(name, p), name));
+      }
+    }
+  }
+}
+
+// Bytes that Serialize() did not write are refused with one line, never read past their end:
+// every cut, an extra byte, and each byte changed to 0xff.
+TEST(RuleSetBytes, CorruptBytesAreRefused) {
+  auto set = RuleSet::FromYaml(RuleSet::BuiltinText("wafer-op"), "wafer-op");
+  ASSERT_TRUE(set.ok());
+  const std::string bytes = (*set)->Serialize();
+  const std::string expected = "x.rules: corrupt serialized rule set";
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    auto cut = RuleSet::Deserialize(bytes.substr(0, n), "x.rules");
+    ASSERT_FALSE(cut.ok()) << n;
+    EXPECT_EQ(cut.status().message(), expected);
+    EXPECT_TRUE(absl::IsDataLoss(cut.status()));
+  }
+  EXPECT_FALSE(RuleSet::Deserialize(bytes + " ", "x.rules").ok());
+  size_t refused = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string changed = bytes;
+    changed[i] = '\xff';
+    auto back = RuleSet::Deserialize(changed, "x.rules");
+    if (!back.ok()) {
+      ++refused;
+      EXPECT_EQ(back.status().message(), expected);
+    }
+  }
+  // Bytes of names and literals may take any value; counts, lengths and kinds may not.
+  EXPECT_GT(refused, bytes.size() / 10);
+}
+
 TEST(Classifier, ReportsTheSizeOfItsDatabase) {
   auto c = Make("tracefuse");
   EXPECT_GT(c->database_bytes(), 1000u);

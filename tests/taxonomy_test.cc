@@ -228,6 +228,19 @@ TEST(Taxonomy, PrecompiledDatabasesClassifyAsCompiledOnes) {
       "GEMM");
 }
 
+// The built-in rule sets that the build read and serialized (this test links them, as tracefuse
+// does) are what reading their embedded rule files gives.
+TEST(Taxonomy, PrecompiledRuleSetsAreTheirRuleFiles) {
+  for (const std::string& set : RuleSet::BuiltinNames()) {
+    auto built = RuleSet::Load(set);
+    auto read = RuleSet::FromYaml(RuleSet::BuiltinText(set), set);
+    ASSERT_TRUE(built.ok() && read.ok()) << set;
+    EXPECT_TRUE((*built)->precompiled()) << set;
+    EXPECT_FALSE((*read)->precompiled()) << set;
+    EXPECT_EQ((*built)->Serialize(), (*read)->Serialize()) << set;
+  }
+}
+
 TEST(Taxonomy, EveryCategoryHasExamplesFromThreeLibraries) {
   auto c = Load("tracefuse");
   std::map<std::string, std::set<std::string>> libraries;
