@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -40,10 +41,12 @@ absl::Status ErrnoStatus(const std::string& path, int err) {
 
 // Fixed-size buffers recycled through a free list: a freed buffer goes back to the pool when the
 // last Block referring to it is dropped, so steady-state reading allocates (and page-faults)
-// nothing new.
+// nothing new. A padded pool's buffers have a byte before the pointer Acquire() gives and
+// kBlockTailroom bytes after its buffer_bytes() (see Block::padded).
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  explicit BufferPool(size_t buffer_bytes) : buffer_bytes_(buffer_bytes) {}
+  explicit BufferPool(size_t buffer_bytes, bool padded = false)
+      : buffer_bytes_(buffer_bytes), padded_(padded) {}
 
   std::shared_ptr<char> Acquire() {
     char* raw = nullptr;
@@ -54,14 +57,15 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
         free_.pop_back();
       }
     }
-    if (raw == nullptr) raw = new char[buffer_bytes_];
+    if (raw == nullptr) raw = new char[buffer_bytes_ + (padded_ ? 1 + kBlockTailroom : 0)];
     std::weak_ptr<BufferPool> pool = weak_from_this();
-    return std::shared_ptr<char>(raw, [pool](char* p) {
+    const size_t before = padded_ ? 1 : 0;
+    return std::shared_ptr<char>(raw + before, [pool, before](char* p) {
       if (auto alive = pool.lock()) {
         std::lock_guard<std::mutex> lock(alive->mu_);
-        alive->free_.emplace_back(p);
+        alive->free_.emplace_back(p - before);
       } else {
-        delete[] p;
+        delete[](p - before);
       }
     });
   }
@@ -69,6 +73,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 
  private:
   size_t buffer_bytes_;
+  bool padded_;
   std::mutex mu_;
   std::vector<std::unique_ptr<char[]>> free_;
 };
@@ -93,6 +98,8 @@ class FdHolder {
 // every window's page-table set-up and tear-down goes through the hypervisor.
 class ReadSource : public ByteSource {
  public:
+  static constexpr size_t kFirstBlockBytes = 64u << 10;
+
   ReadSource(std::string path, int fd, bool regular, uint64_t size, size_t buffer)
       : ByteSource(std::move(path)),
         fd_(fd),
@@ -108,12 +115,17 @@ class ReadSource : public ByteSource {
     }
     if (eof_) return false;
     std::shared_ptr<char> buf = pool_->Acquire();
+    // The first block is small: it is read to tell the format and the trace's first keys, and a
+    // regular file's events are then read by the parallel stage; a full window would fault in
+    // (about 1 ms for 2 MiB here) and copy bytes that nobody parses.
+    const size_t want =
+        pos_ == 0 ? std::min(kFirstBlockBytes, pool_->buffer_bytes()) : pool_->buffer_bytes();
     size_t have = 0;
-    while (have < pool_->buffer_bytes()) {
+    while (have < want) {
       if (InterruptSignal() != 0) {
         return InterruptedError(StrCat("after ", pos_ + have, " bytes of ", path()));
       }
-      ssize_t n = read(fd_.get(), buf.get() + have, pool_->buffer_bytes() - have);
+      ssize_t n = read(fd_.get(), buf.get() + have, want - have);
       if (n < 0) {
         if (errno == EINTR) continue;
         return ErrnoStatus(path(), errno);
@@ -448,14 +460,14 @@ class DecompressingSource : public ByteSource {
         inner_(std::move(inner)),
         format_(format),
         decoder_(std::move(decoder)),
-        pool_(std::make_shared<BufferPool>(options.window_bytes)),
+        pool_(std::make_shared<BufferPool>(options.window_bytes, /*padded=*/true)),
         accept_truncated_(options.accept_truncated) {}
 
   absl::StatusOr<bool> Next(Block* block) override {
-    if (done_) return false;
-    std::shared_ptr<char> buf = pool_->Acquire();
-    size_t have = 0;
-    while (have < pool_->buffer_bytes()) {
+    if (done_ && carry_ == nullptr) return false;
+    std::shared_ptr<char> buf = carry_ != nullptr ? std::move(carry_) : pool_->Acquire();
+    size_t have = std::exchange(carry_bytes_, 0);
+    while (!done_ && have < pool_->buffer_bytes()) {
       if (in_used_ == in_.size && !input_ended_) {
         absl::StatusOr<bool> more = inner_->Next(&in_);
         if (!more.ok()) return more.status();
@@ -499,8 +511,19 @@ class DecompressingSource : public ByteSource {
     block->size = have;
     block->offset = produced_;
     block->owner = std::move(buf);
+    block->padded = true;
     produced_ += have;
+    last_ = *block;
     return true;
+  }
+  bool can_unread() const override { return true; }
+  void Unread(uint64_t offset) override {
+    assert(offset >= last_.offset && offset <= last_.offset + last_.size);
+    carry_ = pool_->Acquire();
+    carry_bytes_ = static_cast<size_t>(last_.offset + last_.size - offset);
+    std::memcpy(carry_.get(), last_.data + (offset - last_.offset), carry_bytes_);
+    produced_ = offset;
+    last_ = Block();
   }
   uint64_t file_bytes() const override { return inner_->file_bytes(); }
   uint64_t file_bytes_read() const override { return compressed_read(); }
@@ -520,6 +543,9 @@ class DecompressingSource : public ByteSource {
   Block in_;
   size_t in_used_ = 0;  // bytes of in_ decoded
   uint64_t produced_ = 0;
+  Block last_;                   // the last block Next() gave, until Unread()
+  std::shared_ptr<char> carry_;  // the next block's first bytes, from Unread()
+  size_t carry_bytes_ = 0;
   bool frame_ended_ = false;
   bool input_ended_ = false;  // the compressed input has no more bytes
   bool done_ = false;
@@ -547,6 +573,7 @@ absl::Status ByteSource::ReadAt(uint64_t, size_t, char*) const {
   return absl::UnimplementedError(StrCat(path(), ": not a regular uncompressed file"));
 }
 void ByteSource::SeekTo(uint64_t) {}
+void ByteSource::Unread(uint64_t) { assert(false && "Unread() on a source that cannot"); }
 
 absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& path,
                                                        const SourceOptions& options) {

@@ -1,7 +1,5 @@
 #include "tracefuse/parse.h"
 
-#include <sys/mman.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -164,19 +162,17 @@ struct EventFields {
 
 constexpr std::string_view kModulePrefix = "nn.Module: ";
 
-// HugePageBuffer is uninitialized memory in 2 MiB transparent huge pages where the kernel grants
-// them: a fresh 4 KiB page costs about 15 us to fault in on these machines, so a parser's first
-// 2 MiB chunk would cost 8 ms in faults, which weighs on small traces (see README, "Small
-// files"). Pages are touched only as chunks fill them.
-class HugePageBuffer {
+// UninitializedBuffer is memory that nobody writes before a chunk does: pages are faulted in only
+// as chunks fill them, which is most of a small trace's fixed cost (see README, "Small files").
+// Plain 4 KiB pages: transparent huge pages (MADV_HUGEPAGE) were measured slower here, since a
+// huge page that the hypervisor has not backed yet costs 8-10 ms to fault in on these VMs, against
+// about 1 ms for 2 MiB of 4 KiB pages.
+class UninitializedBuffer {
  public:
   void Allocate(size_t bytes) {
-    constexpr size_t kHugePage = size_t{2} << 20;
-    const size_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    data_.reset(static_cast<char*>(std::aligned_alloc(kHugePage, size)));
+    data_.reset(static_cast<char*>(std::malloc(bytes)));
     if (data_ == nullptr) throw std::bad_alloc();
-    madvise(data_.get(), size, MADV_HUGEPAGE);
-    size_ = size;
+    size_ = bytes;
   }
   char* data() { return data_.get(); }
   const char* data() const { return data_.get(); }
@@ -192,7 +188,7 @@ class HugePageBuffer {
 
 struct ChunkParser::Impl {
   od::parser parser;
-  HugePageBuffer buffer;
+  UninitializedBuffer buffer;
   size_t capacity = 0;
   // The chunk's distinct strings, keyed by views into the document (simdjson keeps every string
   // it unescapes until the next document); threads by "PID\tTID", which is built.
@@ -201,7 +197,10 @@ struct ChunkParser::Impl {
   StringMap<uint32_t> local_threads;
   std::string last_pid, last_tid;
   uint32_t last_thread = 0;
-  double read_cpu_seconds = 0;  // of the last CopyChunk()
+  double read_cpu_seconds = 0;  // of the last LayOut()
+  // The document LayOut() prepared: in `buffer`, or in place in an in-place chunk's block.
+  char* doc = nullptr;
+  size_t doc_capacity = 0;
 
   // Past this, a parser's buffers are freed once the chunk is parsed: only a giant event makes a
   // chunk so large, and its memory is better returned for the rest of the run (the reducer keeps
@@ -212,50 +211,64 @@ struct ChunkParser::Impl {
     if (capacity <= kKeptCapacity) return;
     local_names.clear();
     local_host_names.clear();
-    buffer = HugePageBuffer();
+    buffer = UninitializedBuffer();
     parser = od::parser();
     capacity = 0;
   }
 
   void Reserve(size_t bytes) {
     if (bytes <= capacity) return;
-    capacity = std::max(bytes, capacity + capacity / 2);
+    // Headroom: chunks are cut near a target size, a little over or under it, and each
+    // reallocation faults the buffers in again.
+    capacity = std::max(bytes + bytes / 4, capacity + capacity / 2);
     buffer.Allocate(capacity + simdjson::SIMDJSON_PADDING);
     if (parser.allocate(capacity) != simdjson::SUCCESS) throw std::bad_alloc();
   }
 
-  // CopyChunk() lays the chunk's events, with their separators, into the padded buffer as one
-  // JSON array, and returns its length.
-  absl::StatusOr<size_t> CopyChunk(const EventChunk& chunk) {
+  // LayOut() makes the chunk's events, with their separators, one padded JSON array (`doc`), and
+  // returns its length: in place for an in-place chunk, else copied or read into `buffer`.
+  absl::StatusOr<size_t> LayOut(const EventChunk& chunk) {
     const size_t len = chunk.bytes() + 2;
-    Reserve(len);
-    char* buf = buffer.data();
-    buf[0] = '[';
-    size_t at = 1;
-    if (chunk.file != nullptr) {
-      const double started = ThreadCpuSeconds();
-      absl::Status read = chunk.file->ReadAt(chunk.begin, chunk.bytes(), buf + at);
-      read_cpu_seconds = ThreadCpuSeconds() - started;
-      if (!read.ok()) return read;
-      at += chunk.bytes();
+    Reserve(len);  // simdjson's own buffers, and ours (which an in-place chunk leaves untouched)
+    if (chunk.in_place) {
+      static_assert(kBlockTailroom >= 1 + simdjson::SIMDJSON_PADDING);
+      // The block's byte before the chunk and its tail room are this chunk's (EventChunk).
+      doc = const_cast<char*>(chunk.pieces.front().data) - 1;
+      doc_capacity = len + simdjson::SIMDJSON_PADDING;
+    } else {
+      doc = buffer.data();
+      doc_capacity = buffer.size();
+      absl::Status copied = CopyChunk(chunk, doc + 1);
+      if (!copied.ok()) return copied;
     }
-    for (const Block& piece : chunk.pieces) {
-      std::memcpy(buf + at, piece.data, piece.size);
-      at += piece.size;
-    }
-    buf[at] = ']';
+    doc[0] = '[';
+    doc[len - 1] = ']';
     // simdjson reads its end sentinel from the first padding byte: spaces there, not a previous
     // chunk's bytes, so an array cut short is an error rather than closed by leftovers.
-    std::memset(buf + len, ' ', simdjson::SIMDJSON_PADDING);
+    std::memset(doc + len, ' ', simdjson::SIMDJSON_PADDING);
     return len;
+  }
+
+  absl::Status CopyChunk(const EventChunk& chunk, char* out) {
+    if (chunk.file != nullptr) {
+      const double started = ThreadCpuSeconds();
+      absl::Status read = chunk.file->ReadAt(chunk.begin, chunk.bytes(), out);
+      read_cpu_seconds = ThreadCpuSeconds() - started;
+      if (!read.ok()) return read;
+      out += chunk.bytes();
+    }
+    for (const Block& piece : chunk.pieces) {
+      std::memcpy(out, piece.data, piece.size);
+      out += piece.size;
+    }
+    return absl::OkStatus();
   }
 
   // Offset() is the input offset of `where`, a position in the buffer (the chunk's start when
   // simdjson cannot say).
   uint64_t Offset(const EventChunk& chunk, size_t len, const char* where) const {
-    const char* buf = buffer.data();
-    if (where == nullptr || where <= buf || where >= buf + len) return chunk.begin;
-    return chunk.begin + static_cast<uint64_t>(where - buf - 1);
+    if (where == nullptr || where <= doc || where >= doc + len) return chunk.begin;
+    return chunk.begin + static_cast<uint64_t>(where - doc - 1);
   }
 
   absl::Status Malformed(const EventChunk& chunk, size_t len, const std::string& display_name,
@@ -443,8 +456,17 @@ bool IsAtom(std::string_view raw, std::string_view atom) {
 // On-Demand would take for an atom of another type; numbers are checked where they are read (ts,
 // dur, correlation...), with their own message. Values nobody reads are not validated.
 bool MisplacedValue(std::string_view raw) {
-  return std::string_view(",:]}").find(raw[0]) != std::string_view::npos ||
-         (raw[0] == '"' && raw.data()[raw.size()] == ':');
+  switch (raw[0]) {  // a switch: string_view::find() here was a memchr() call, 6 % of a parse
+    case ',':
+    case ':':
+    case ']':
+    case '}':
+      return true;
+    case '"':
+      return raw.data()[raw.size()] == ':';
+    default:
+      return false;
+  }
 }
 
 bool BareWord(std::string_view raw) {
@@ -591,15 +613,15 @@ absl::Status ChunkParser::ParseInBuffers(const EventChunk& chunk, const std::str
   out->begin = chunk.begin;
   out->bytes = chunk.bytes();
   im.read_cpu_seconds = 0;
-  absl::StatusOr<size_t> copied = im.CopyChunk(chunk);
+  absl::StatusOr<size_t> laid_out = im.LayOut(chunk);
   out->read_cpu_seconds = im.read_cpu_seconds;
-  if (!copied.ok()) return copied.status();
-  const size_t len = *copied;
+  if (!laid_out.ok()) return laid_out.status();
+  const size_t len = *laid_out;
 
   od::document doc;
-  simdjson::error_code err = im.parser.iterate(im.buffer.data(), len, im.buffer.size()).get(doc);
+  simdjson::error_code err = im.parser.iterate(im.doc, len, im.doc_capacity).get(doc);
   if (err) {
-    const std::string_view json(im.buffer.data(), len);
+    const std::string_view json(im.doc, len);
     const char* where = err == simdjson::UTF8_ERROR ? FindUtf8Error(json)
                         : err == simdjson::UNESCAPED_CHARS || err == simdjson::UNCLOSED_STRING
                             ? FindStringError(json)

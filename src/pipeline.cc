@@ -171,6 +171,7 @@ class ChunkSource {
         progress_(progress),
         trace_index_(trace_index) {
     if (bytes_->random_access()) chunker_.UseFile(bytes_.get());
+    if (bytes_->can_unread()) chunker_.CutAtBlockEnds();
   }
 
   // Next() moves the next chunk into `chunk`; false at the end of the input or on an error
@@ -279,6 +280,8 @@ class ChunkSource {
     absl::Status st;
     if (*more) {
       st = chunker_.Feed(block, &produced_);
+      // Before the chunks are handed out: an in-place chunk's parse overwrites what follows it.
+      if (std::optional<uint64_t> at = chunker_.TakeUnread()) bytes_->Unread(*at);
     } else {
       st = chunker_.Finish(&produced_);
       done_ = true;

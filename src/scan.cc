@@ -668,6 +668,25 @@ void EventChunker::EmitSpeculative(const EventCut& cut, std::vector<EventChunk>*
   }
 }
 
+// CutAtBlockEnd() cuts the chunk that begins in the block just fed at the block's last cut, when
+// no earlier block holds a part of it; the rest of the block comes back as the next block's start.
+void EventChunker::CutAtBlockEnd(std::vector<EventChunk>* out) {
+  if (held_.size() != 1) return;
+  const Block& block = held_.back();
+  if (!block.padded || spec_start_ < block.offset) return;
+  const uint64_t end = block.offset + block.size;
+  std::optional<EventCut> cut =
+      FindLastEventCut(std::string_view(block.data + (spec_start_ - block.offset),
+                                        static_cast<size_t>(end - spec_start_)),
+                       spec_start_, line_position_);
+  if (!cut || cut->event_end <= spec_start_ || MayHoldTooLargeAnEvent(*cut)) return;
+  EmitSpeculative(*cut, out);
+  out->back().in_place = true;
+  held_.clear();
+  unread_ = cut->next_event;
+  searched_to_ = 0;
+}
+
 bool EventChunker::CutSpeculatively(std::vector<EventChunk>* out) {
   while (!held_.empty()) {
     const uint64_t target = spec_start_ + options_.chunk_bytes;
@@ -713,6 +732,7 @@ absl::Status EventChunker::Feed(const Block& block, std::vector<EventChunk>* out
         fed_ - spec_start_ > options_.chunk_bytes + options_.max_event_bytes) {
       return FeedHeldExactly(out);
     }
+    if (cut_at_block_ends_) CutAtBlockEnd(out);
     return absl::OkStatus();
   }
   const size_t from =
@@ -797,6 +817,7 @@ void EventChunker::ResumeExact(uint64_t offset, uint64_t previous_event_end, uin
   held_.clear();
   searched_to_ = 0;
   seek_ = offset;
+  unread_.reset();
   splitter_.ResumeBeforeEvent(offset, previous_event_end);
 }
 

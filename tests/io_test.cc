@@ -75,6 +75,55 @@ TEST(ByteSource, MmapWindowsCoverTheFileExactly) {
   EXPECT_EQ(ReadAll(path, 1 << 20, &st), data);
 }
 
+// The first block only tells the format and the first keys: 64 KiB, whatever the window; the
+// blocks after it fill the window.
+TEST(ByteSource, TheFirstBlockIsSmallTheOthersFillTheWindow) {
+  testing::TempDir dir;
+  std::string data = Sample(3 << 20);
+  auto src = OpenSource(dir.File("a.json", data), SourceOptions{});
+  ASSERT_TRUE(src.ok()) << src.status();
+  std::vector<size_t> sizes;
+  for (Block b; *(*src)->Next(&b);) sizes.push_back(b.size);
+  const size_t window = SourceOptions{}.window_bytes;
+  ASSERT_GE(sizes.size(), 2u);
+  EXPECT_EQ(sizes[0], size_t{64} << 10);
+  EXPECT_EQ(sizes[1], std::min(window, data.size() - sizes[0]));
+  absl::Status st;
+  EXPECT_EQ(ReadAll(dir.File("b.json", data), 1 << 20, &st), data);
+  EXPECT_EQ(ReadAll(dir.File("c.json", Sample(1000)), 1 << 20, &st), Sample(1000));
+}
+
+// A decompressing source's blocks are padded, and Unread() makes the next block start inside the
+// last one, with its bytes copied at once: overwriting the last block afterwards changes nothing.
+// Read so, the stream is still every byte once, across gzip members and at its very end.
+TEST(ByteSource, UnreadStartsTheNextBlockInsideTheLast) {
+  testing::TempDir dir;
+  const std::string data = Sample(200000) + Sample(50000);
+  const std::string path =
+      dir.File("a.json.gz", Gzip(data.substr(0, 200000)) + Gzip(data.substr(200000)));
+  SourceOptions o;
+  o.window_bytes = 16 << 10;
+  auto src = OpenSource(path, o);
+  ASSERT_TRUE(src.ok()) << src.status();
+  ASSERT_TRUE((*src)->can_unread());
+  std::string all;
+  size_t blocks = 0;
+  for (Block b; *(*src)->Next(&b); ++blocks) {
+    ASSERT_TRUE(b.padded);
+    ASSERT_EQ(b.offset, all.size());
+    ASSERT_EQ(std::string_view(b.data, b.size), std::string_view(data).substr(b.offset, b.size));
+    // Hand back the last third of every other block.
+    const size_t keep = blocks % 2 == 0 ? b.size - b.size / 3 : b.size;
+    all.append(b.data, keep);
+    if (keep < b.size) {
+      (*src)->Unread(b.offset + keep);
+      std::memset(const_cast<char*>(b.data) - 1, '#', b.size + 1 + kBlockTailroom);
+    }
+  }
+  EXPECT_EQ(all, data);
+  EXPECT_GT(blocks, data.size() / o.window_bytes);
+}
+
 TEST(ByteSource, GzipByMagicBytesAndConcatenatedMembers) {
   testing::TempDir dir;
   std::string a = Sample(300000), b = Sample(1000);

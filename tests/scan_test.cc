@@ -323,6 +323,87 @@ uint64_t LargestEventSize(const std::string& text) {
   return text.find("}}", start) + 2 - start;
 }
 
+// SplitWithUnread() feeds `text` to an EventChunker that cuts at block ends, in padded blocks of
+// `block_size` bytes, each next block starting where TakeUnread() says (as ByteSource::Unread()
+// does for a decompressing source).
+std::vector<EventChunk> SplitWithUnread(const std::string& text, size_t block_size,
+                                        const ChunkerOptions& options, absl::Status* status) {
+  EventChunker chunker("t", options);
+  chunker.CutAtBlockEnds();
+  std::vector<EventChunk> chunks;
+  for (size_t off = 0; off < text.size();) {
+    const size_t n = std::min(block_size, text.size() - off);
+    auto buf =
+        std::shared_ptr<char>(new char[1 + n + kBlockTailroom], std::default_delete<char[]>());
+    std::memcpy(buf.get() + 1, text.data() + off, n);
+    *status = chunker.Feed(Block{buf.get() + 1, n, off, buf, /*padded=*/true}, &chunks);
+    if (!status->ok()) return chunks;
+    const std::optional<uint64_t> unread = chunker.TakeUnread();
+    if (unread) {
+      EXPECT_GT(*unread, off);
+      EXPECT_LT(*unread, off + n);
+      // What an in-place parse does to the block: the bytes after the chunk are not read again.
+      std::memset(buf.get() + 1 + (*unread - off), '#', n - (*unread - off));
+    }
+    off = unread ? *unread : off + n;
+  }
+  *status = chunker.Finish(&chunks);
+  return chunks;
+}
+
+// EventsIn() is the events of `chunks`, in order, by name: each chunk parsed as an array.
+std::vector<std::string> EventsIn(const std::string& text, const std::vector<EventChunk>& chunks) {
+  std::vector<std::string> names;
+  simdjson::dom::parser parser;
+  for (const EventChunk& c : chunks) {
+    simdjson::dom::element array;
+    EXPECT_EQ(parser.parse("[" + text.substr(c.begin, c.bytes()) + "]").get(array),
+              simdjson::SUCCESS);
+    for (simdjson::dom::element e : array.get_array()) {
+      names.emplace_back(std::string_view(e["name"].get_string()));
+    }
+  }
+  return names;
+}
+
+// Cutting at block ends hands out every event once, in order, whatever the block and chunk
+// sizes; each in-place chunk is one padded piece holding its own bytes, and most chunks are in
+// place once blocks are smaller than chunks.
+TEST(EventChunker, InPlaceChunksEndAtTheirBlocksLastCut) {
+  const std::string text = Trace(300);
+  absl::Status st;
+  ChunkerOptions exact_options;
+  exact_options.speculate = false;
+  const std::vector<std::string> expected =
+      EventsIn(text, SplitWithChunker(text, 1 << 20, exact_options, &st));
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(expected.size(), 300 * kAdversarialNames.size());
+  for (size_t block : {size_t{3000}, size_t{16} << 10, size_t{100} << 10}) {
+    for (size_t chunk : {size_t{1000}, size_t{8} << 10, size_t{1} << 20}) {
+      SCOPED_TRACE("block " + std::to_string(block) + " chunk " + std::to_string(chunk));
+      ChunkerOptions options;
+      options.chunk_bytes = chunk;
+      const std::vector<EventChunk> chunks = SplitWithUnread(text, block, options, &st);
+      ASSERT_TRUE(st.ok()) << st;
+      size_t in_place = 0;
+      for (const EventChunk& c : chunks) {
+        std::string bytes;
+        for (const Block& piece : c.pieces) bytes.append(piece.data, piece.size);
+        ASSERT_EQ(bytes, text.substr(c.begin, c.bytes()));
+        if (!c.in_place) continue;
+        ++in_place;
+        ASSERT_EQ(c.pieces.size(), 1u);
+        EXPECT_TRUE(c.pieces[0].padded);
+      }
+      EXPECT_EQ(EventsIn(text, chunks), expected);
+      // A block with no cut (3000 bytes, in an event of 5 KB) leaves the chunk to span blocks.
+      if (block < LargestEventSize(text)) continue;
+      EXPECT_GT(in_place, 0u);
+      if (block < chunk) EXPECT_GT(in_place * 2, chunks.size());
+    }
+  }
+}
+
 TEST(MaxEventBytes, ALargerEventIsAnErrorAtItsStartHoweverTheInputIsCut) {
   const std::string text = Trace(2, ",\n");
   const std::string message = StrCat("t: the event at byte ", FirstGiantStart(text),

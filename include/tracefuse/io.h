@@ -24,17 +24,24 @@
 
 namespace tracefuse {
 
+// kBlockTailroom is what the buffer of a padded Block holds past its bytes, besides one byte
+// before them: room for a parser to write a JSON array's closing bracket and simdjson's padding
+// (see EventChunk::in_place).
+inline constexpr size_t kBlockTailroom = 128;
+
 // A contiguous run of input bytes. `offset` is the position of data[0] in the uncompressed stream.
 struct Block {
   const char* data = nullptr;
   size_t size = 0;
   uint64_t offset = 0;
   std::shared_ptr<const void> owner;  // keeps `data` alive
+  // The buffer has a byte before data and kBlockTailroom bytes after data + size.
+  bool padded = false;
 
   // Slice() is the part of this block from input offset `from` to `to` (both within it), kept
   // alive by the same owner.
   Block Slice(uint64_t from, uint64_t to) const {
-    return Block{data + (from - offset), static_cast<size_t>(to - from), from, owner};
+    return Block{data + (from - offset), static_cast<size_t>(to - from), from, owner, padded};
   }
 };
 
@@ -92,6 +99,13 @@ class ByteSource {
   // chunks itself, so the serial front need not copy every byte.
   virtual absl::Status ReadAt(uint64_t offset, size_t size, char* out) const;
   virtual void SeekTo(uint64_t offset);
+  // can_unread() is true for a decompressing source, whose blocks are padded: then Unread(offset),
+  // with `offset` inside the last block Next() gave, makes the next block start there. The bytes
+  // from `offset` on are copied at once, so the last block's holder may overwrite them after the
+  // call. The chunker hands a block's incomplete last event on to the next block this way, so
+  // that a chunk lies in one block and is parsed where it is, without a copy.
+  virtual bool can_unread() const { return false; }
+  virtual void Unread(uint64_t offset);
   const std::string& path() const { return path_; }
 
  protected:
