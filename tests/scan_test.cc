@@ -399,7 +399,9 @@ TEST(EventChunker, InPlaceChunksEndAtTheirBlocksLastCut) {
       // A block with no cut (3000 bytes, in an event of 5 KB) leaves the chunk to span blocks.
       if (block < LargestEventSize(text)) continue;
       EXPECT_GT(in_place, 0u);
-      if (block < chunk) EXPECT_GT(in_place * 2, chunks.size());
+      if (block < chunk) {
+        EXPECT_GT(in_place * 2, chunks.size());
+      }
     }
   }
 }
