@@ -215,12 +215,18 @@ def write(work, name, text):
     return path
 
 
+def stats_raises_the_clis_error(error, path):
+    """tracefuse.stats(path) raises `error` with the line `tracefuse stats` prints; returns both."""
+    message = cli_error("stats", path)
+    with pytest.raises(error) as caught:
+        tracefuse.stats(path)
+    assert str(caught.value) == message
+    return caught, message
+
+
 def test_a_malformed_trace_raises_malformed_trace_error_with_the_clis_message(work):
     bad = write(work, "bad.json", '{"traceEvents": [{"ph": "X", "cat": "kernel"}}, {}]}')
-    message = cli_error("stats", bad)
-    with pytest.raises(tracefuse.MalformedTraceError) as caught:
-        tracefuse.stats(bad)
-    assert str(caught.value) == message
+    caught, message = stats_raises_the_clis_error(tracefuse.MalformedTraceError, bad)
     assert "malformed JSON at byte" in message
     assert isinstance(caught.value, tracefuse.TraceError) and isinstance(caught.value, ValueError)
 
@@ -228,19 +234,13 @@ def test_a_malformed_trace_raises_malformed_trace_error_with_the_clis_message(wo
 def test_a_truncated_trace_raises_unless_lenient(pair, work):
     cut = work / "cut.json"
     cut.write_bytes(pair[0].read_bytes()[: pair[0].stat().st_size // 2])
-    message = cli_error("stats", cut)
-    with pytest.raises(tracefuse.MalformedTraceError) as caught:
-        tracefuse.stats(cut)
-    assert str(caught.value) == message
+    stats_raises_the_clis_error(tracefuse.MalformedTraceError, cut)
     assert tracefuse.stats(cut, lenient=True)["truncated"]["dropped_bytes"] > 0
 
 
 def test_a_trace_that_is_not_kineto_raises_unsupported_trace_error(work):
     other = write(work, "other.json", '{"schemaVersion": 1, "events": []}')
-    message = cli_error("stats", other)
-    with pytest.raises(tracefuse.UnsupportedTraceError) as caught:
-        tracefuse.stats(other)
-    assert str(caught.value) == message
+    caught, message = stats_raises_the_clis_error(tracefuse.UnsupportedTraceError, other)
     assert "not a Kineto trace" in message and isinstance(caught.value, tracefuse.TraceError)
     csv = write(work, "table.csv", "name,dur\nk,1\n")
     with pytest.raises(tracefuse.UnsupportedTraceError, match="not a JSON trace"):
