@@ -262,6 +262,15 @@ def small_file_rate():
     return rows, runs, target
 
 
+def print_table(header, alignment, rows):
+    """Prints a Markdown table: `header` cells, `alignment` (the separator row without its outer
+    bars) and `rows`, each a sequence of cells."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + alignment + "|")
+    for cells in rows:
+        print("| " + " | ".join(cells) + " |")
+
+
 def machine():
     """The CPU model, from /proc/cpuinfo where there is one."""
     cpu = platform.processor() or platform.machine()
@@ -344,28 +353,21 @@ def main():
             rows.append(row)
             targets.append(target)
     print(f"\nMachine: {os.cpu_count()} CPUs ({machine()}); --threads {THREADS}; medians of {RUNS} interleaved runs, warm page cache.\n")
-    print("| layout | run | input GB | median s | GB/s | peak RSS MB | vs floor / gzip / zstd |")
-    print("|---|---|---:|---:|---:|---:|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print_table(["layout", "run", "input GB", "median s", "GB/s", "peak RSS MB",
+                 "vs floor / gzip / zstd"], "---|---|---:|---:|---:|---:|---", rows)
     print("\nCPU seconds by stage (`stats --format json`, one run each); read, inflate, split, reduce "
           "and merge run serially:\n")
-    print("| layout | run | " + " | ".join(STAGES) + " | serial share | Amdahl ceiling |")
-    print("|---|---|" + "---:|" * (len(STAGES) + 2))
-    for r in stage_accounting():
-        print("| " + " | ".join(r) + " |")
+    print_table(["layout", "run", *STAGES, "serial share", "Amdahl ceiling"],
+                "---|---|" + "|".join(["---:"] * (len(STAGES) + 2)), stage_accounting())
     small_rows, small_runs, small_target = small_file_rate()
     targets.append(small_target)
     print(f"\nSmall files (`stats`, Kineto's layout, AMD, medians of {small_runs} interleaved runs), "
           "GB/s by stats's clock and by the process's wall time:\n")
-    print("| trace | gb_per_second | quartiles | wall GB/s |")
-    print("|---|---:|---:|---:|")
-    for r in small_rows:
-        print("| " + " | ".join(r) + " |")
-    print("\n| target (issues 5, 12, 13, 15) | measured | |")
-    print("|---|---:|---|")
-    for target, measured_value, met in targets:
-        print(f"| {target} | {measured_value} | {'met' if met else 'NOT MET'} |")
+    print_table(["trace", "gb_per_second", "quartiles", "wall GB/s"], "---|---:|---:|---:",
+                small_rows)
+    print()
+    print_table(["target (issues 5, 12, 13, 15)", "measured", ""], "---|---:|---",
+                [(target, value, "met" if met else "NOT MET") for target, value, met in targets])
 
 
 if __name__ == "__main__":

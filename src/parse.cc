@@ -162,33 +162,14 @@ struct EventFields {
 
 constexpr std::string_view kModulePrefix = "nn.Module: ";
 
-// UninitializedBuffer is memory that nobody writes before a chunk does: pages are faulted in only
-// as chunks fill them, which is most of a small trace's fixed cost (see README, "Small files").
-// Plain 4 KiB pages: transparent huge pages (MADV_HUGEPAGE) were measured slower here, since a
-// huge page that the hypervisor has not backed yet costs 8-10 ms to fault in on these VMs, against
-// about 1 ms for 2 MiB of 4 KiB pages.
-class UninitializedBuffer {
- public:
-  void Allocate(size_t bytes) {
-    data_.reset(static_cast<char*>(std::malloc(bytes)));
-    if (data_ == nullptr) throw std::bad_alloc();
-    size_ = bytes;
-  }
-  char* data() { return data_.get(); }
-  const char* data() const { return data_.get(); }
-  size_t size() const { return size_; }
-
- private:
-  struct Free {
-    void operator()(char* p) const { std::free(p); }
-  };
-  std::unique_ptr<char, Free> data_;
-  size_t size_ = 0;
-};
-
 struct ChunkParser::Impl {
   od::parser parser;
-  UninitializedBuffer buffer;
+  // capacity + SIMDJSON_PADDING bytes, left uninitialized (new char[]): pages are faulted in only
+  // as chunks fill them, which is most of a small trace's fixed cost (see README, "Small files").
+  // Plain 4 KiB pages: transparent huge pages (MADV_HUGEPAGE) were measured slower here, since a
+  // huge page that the hypervisor has not backed yet costs 8-10 ms to fault in on these VMs,
+  // against about 1 ms for 2 MiB of 4 KiB pages.
+  std::unique_ptr<char[]> buffer;
   size_t capacity = 0;
   // The chunk's distinct strings, keyed by views into the document (simdjson keeps every string
   // it unescapes until the next document); threads by "PID\tTID", which is built.
@@ -211,7 +192,7 @@ struct ChunkParser::Impl {
     if (capacity <= kKeptCapacity) return;
     local_names.clear();
     local_host_names.clear();
-    buffer = UninitializedBuffer();
+    buffer.reset();
     parser = od::parser();
     capacity = 0;
   }
@@ -221,7 +202,7 @@ struct ChunkParser::Impl {
     // Headroom: chunks are cut near a target size, a little over or under it, and each
     // reallocation faults the buffers in again.
     capacity = std::max(bytes + bytes / 4, capacity + capacity / 2);
-    buffer.Allocate(capacity + simdjson::SIMDJSON_PADDING);
+    buffer.reset(new char[capacity + simdjson::SIMDJSON_PADDING]);
     if (parser.allocate(capacity) != simdjson::SUCCESS) throw std::bad_alloc();
   }
 
@@ -236,8 +217,8 @@ struct ChunkParser::Impl {
       doc = const_cast<char*>(chunk.pieces.front().data) - 1;
       doc_capacity = len + simdjson::SIMDJSON_PADDING;
     } else {
-      doc = buffer.data();
-      doc_capacity = buffer.size();
+      doc = buffer.get();
+      doc_capacity = capacity + simdjson::SIMDJSON_PADDING;
       absl::Status copied = CopyChunk(chunk, doc + 1);
       if (!copied.ok()) return copied;
     }
