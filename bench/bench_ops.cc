@@ -1,6 +1,7 @@
 // The op-level comparison's own stages on a generated 64 MB pair, read once through the pipeline
-// with its CPU side: BuildOpTree (linking one trace's kernels to its ops) and CompareOps (aligning
-// the two traces step by step), against the fusion comparison of the same pair
+// with its CPU side: BuildOpTree (linking one trace's kernels to its ops), CompareOps (aligning
+// the two traces step by step) and FindFusionDifferences (what the alignment says of fusion),
+// against the fusion comparison of the same pair
 // (AnalyzeFusion, what `compare` runs at that point) as the baseline of the same run.
 #include <benchmark/benchmark.h>
 
@@ -50,6 +51,26 @@ void BM_CompareOps(benchmark::State& state) {
                           static_cast<int64_t>(a.units.size() + b.units.size()));
 }
 BENCHMARK(BM_CompareOps)->Unit(benchmark::kMillisecond);
+
+// BM_FindFusionDifferences: the generated pair's graph replays differ in every step, so every
+// step is a candidate; its cost is three reads of each trace's kernel records.
+void BM_FindFusionDifferences(benchmark::State& state) {
+  const OpTree a = BuildOpTree(Profiles()[0]), b = BuildOpTree(Profiles()[1]);
+  const OpComparison compared = CompareOps(a, b);
+  for (auto _ : state) {
+    state.PauseTiming();  // it consumes the candidates: a copy of them for each run
+    OpComparison ops;
+    ops.candidates = compared.candidates;
+    ops.candidate_units = compared.candidate_units;
+    ops.candidate_scopes = compared.candidate_scopes;
+    state.ResumeTiming();
+    FindFusionDifferences({{&Profiles()[0], &Profiles()[1]}}, {{&a, &b}}, &ops);
+    benchmark::DoNotOptimize(ops.fusion_differences);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(Profiles()[0].kernel_count +
+                                                                    Profiles()[1].kernel_count));
+}
+BENCHMARK(BM_FindFusionDifferences)->Unit(benchmark::kMillisecond);
 
 void BM_AnalyzeFusionBaseline(benchmark::State& state) {
   for (auto _ : state) {

@@ -87,6 +87,8 @@ def cases_for(size, layout):
             (f"baseline stats {size} AMD", f"{BASELINE} stats {a} --threads {THREADS}", gb_a),
             (f"baseline compare {size} pair",
              f"{BASELINE} compare {a} {n} --format json --threads {THREADS}", gb_a + gb_n),
+            (f"baseline ops {size} pair",
+             f"{BASELINE} ops {a} {n} --format json --threads {THREADS}", gb_a + gb_n),
         ]
     cases += [
         (f"stats {size} AMD", f"{TF} stats {a} --threads {THREADS}", gb_a),
@@ -166,6 +168,15 @@ def targets_for(size, layout, med, pair_gb):
     if size == "1G":
         targets.append((f"{layout}: ops {size} pair: peak RSS < 300 MB", f"{ops_rss:.0f} MB",
                         ops_rss < 300))
+    # Issue 26: the fusion differences by operator add at most 10 % to ops' time and peak RSS,
+    # against a baseline binary without them (BENCH_BASELINE).
+    if BASELINE:
+        base_t, base_rss = med[f"baseline ops {size} pair"]
+        targets.append((f"{layout}: ops {size} pair: within 1.1x of the baseline's time",
+                        f"{ops_t / base_t:.2f}x", ops_t / base_t <= 1.1))
+        targets.append((f"{layout}: ops {size} pair: peak RSS within 1.1x of the baseline's",
+                        f"{ops_rss:.0f} MB / {base_rss:.0f} MB = {ops_rss / base_rss:.2f}x",
+                        ops_rss / base_rss <= 1.1))
     # Issue 15: the HTML report costs under a tenth of the comparison and stays under 5 MB.
     page_s, compare_s, page_mb = html_page(size, layout)
     targets.append((f"{layout}: compare {size} pair --format html: page < 10 % of the comparison",

@@ -209,7 +209,26 @@ struct Partial {
   std::vector<UnmatchedGroup> groups;
   uint64_t matched = 0;
   uint64_t capped = 0;
+  // Fusion candidates, their units and scopes, numbered within the block.
+  std::vector<FusionCandidate> candidates;
+  PerSide<std::vector<uint32_t>> candidate_units;
+  StringMap<uint32_t> scope_ids;
+  std::vector<std::string> scopes;
 };
+
+// KernelCount() is how many kernels units[u] ran.
+uint64_t KernelCount(const OpTree& tree, size_t u) {
+  uint64_t count = 0;
+  auto [begin, end] = tree.Kernels(u);
+  for (const UnitKernels* k = begin; k != end; ++k) count += k->count;
+  return count;
+}
+
+// DiffersInKernels() says whether two places may be a fusion difference: both ran kernels, not
+// as many.
+bool DiffersInKernels(uint64_t kernels1, uint64_t kernels2) {
+  return kernels1 > 0 && kernels2 > 0 && kernels1 != kernels2;
+}
 
 // Comparer builds an OpComparison in the steps of CompareOps(): key the units, align blocks of
 // steps in parallel, merge them, then sort the tables.
@@ -289,6 +308,7 @@ class Comparer {
     for (const auto& [i, j] : pairs) {
       AddToRow(b1 + i, b2 + j, p);
       Consider(step, i + 1, b1 + i, b2 + j, p);
+      ConsiderFusion(StepIndex(step), b1 + i, b2 + j, p);
       matched1[i] = matched2[j] = true;
     }
     for (size_t i = 0; i < k1.size(); ++i) {
@@ -362,6 +382,33 @@ class Comparer {
     }
   }
 
+  // ConsiderFusion() keeps a matched pair whose kernel counts differ as a fusion candidate.
+  void ConsiderFusion(int32_t step, size_t u1, size_t u2, Partial* p) const {
+    const OpTree &t1 = *traces_[0].tree, &t2 = *traces_[1].tree;
+    if (!DiffersInKernels(KernelCount(t1, u1), KernelCount(t2, u2))) return;
+    const bool graph = t1.units[u1].graph && t2.units[u2].graph;
+    AddCandidate(graph ? FusionDifferenceKind::kGraph : FusionDifferenceKind::kOp, step,
+                 traces_[0].scope_path[t1.units[u1].scope],
+                 {{std::vector<size_t>{u1}, std::vector<size_t>{u2}}}, p);
+  }
+
+  static void AddCandidate(FusionDifferenceKind kind, int32_t step, const std::string& scope,
+                           const PerSide<std::vector<size_t>>& units, Partial* p) {
+    FusionCandidate c;
+    c.kind = kind;
+    c.step = step;
+    auto [it, added] = p->scope_ids.try_emplace(scope, static_cast<uint32_t>(p->scopes.size()));
+    if (added) p->scopes.push_back(scope);
+    c.scope = it->second;
+    for (Side side : kSides) {
+      std::vector<uint32_t>& all = p->candidate_units[side];
+      c.units_begin[side] = static_cast<uint32_t>(all.size());
+      for (size_t u : units[side]) all.push_back(static_cast<uint32_t>(u));
+      c.units_end[side] = static_cast<uint32_t>(all.size());
+    }
+    p->candidates.push_back(c);
+  }
+
   // Merge() adds a block's partial result to `all`, blocks in step order.
   void Merge(Partial block, Partial* all) const {
     for (RowTotals& r : block.rows) {
@@ -374,6 +421,23 @@ class Comparer {
     }
     for (const Candidate& c : block.top) Keep(c, &all->top);
     for (UnmatchedGroup& g : block.groups) all->groups.push_back(std::move(g));
+    for (FusionCandidate c : block.candidates) {
+      const std::string& scope = block.scopes[c.scope];
+      auto [it, added] =
+          all->scope_ids.try_emplace(scope, static_cast<uint32_t>(all->scopes.size()));
+      if (added) all->scopes.push_back(scope);
+      c.scope = it->second;
+      for (Side side : kSides) {
+        std::vector<uint32_t>& units = all->candidate_units[side];
+        const std::vector<uint32_t>& from = block.candidate_units[side];
+        const auto offset = static_cast<uint32_t>(units.size()) - c.units_begin[side];
+        units.insert(units.end(), from.begin() + c.units_begin[side],
+                     from.begin() + c.units_end[side]);
+        c.units_begin[side] += offset;
+        c.units_end[side] += offset;
+      }
+      all->candidates.push_back(c);
+    }
     all->matched += block.matched;
     all->capped += block.capped;
   }
@@ -419,10 +483,12 @@ class Comparer {
     UnmatchedGroup g;
     g.step = step;
     std::vector<const std::vector<std::string>*> scopes;
+    PerSide<uint64_t> kernels{};
     for (Side side : kSides) {
       const TraceUnits& t = traces_[static_cast<size_t>(side)];
       SideTotals totals;
       for (size_t u : units[side]) {
+        kernels[side] += KernelCount(*t.tree, u);
         totals.Add(*t.tree, u);
         scopes.push_back(&t.scope_parts[t.tree->units[u].scope]);
         if (g.ops[side].size() < UnmatchedGroup::kGroupOpNames) {
@@ -433,6 +499,9 @@ class Comparer {
       g.op_count[side] = units[side].size();
     }
     g.scope = CommonScope(scopes);
+    if (!g.scope.empty() && DiffersInKernels(kernels[Side::kTrace1], kernels[Side::kTrace2])) {
+      AddCandidate(FusionDifferenceKind::kModule, step, g.scope, units, p);
+    }
     p->groups.push_back(std::move(g));
   }
 
@@ -475,6 +544,9 @@ class Comparer {
   }
 
   void Summarize(Partial* all) {
+    out_.candidates = std::move(all->candidates);
+    out_.candidate_units = std::move(all->candidate_units);
+    out_.candidate_scopes = std::move(all->scopes);
     out_.matched_ops = all->matched;
     out_.capped_steps = all->capped;
     out_.unmatched_groups = std::move(all->groups);

@@ -39,6 +39,56 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// NamesSomething() says whether a wrapper's first template argument can name it: a built-in type
+// or a value names no kernel (cuBLAS's internal::gemvx::kernel<int, ...> is not "int").
+bool NamesSomething(std::string_view argument) {
+  if (argument.empty() ||
+      (!std::isalpha(static_cast<unsigned char>(argument[0])) && argument[0] != '_')) {
+    return false;
+  }
+  const std::string_view word = argument.substr(0, argument.find(' '));
+  for (std::string_view builtin :
+       {"bool", "char", "char8_t", "char16_t", "char32_t", "wchar_t", "short", "int", "long",
+        "signed", "unsigned", "float", "double", "void", "const", "volatile", "true", "false"}) {
+    if (word == builtin) return false;
+  }
+  return true;
+}
+
+// SignatureName() is the qualified function name of a C++ signature, "[return type]
+// name[<template args>](params)": the last whitespace-separated token before the parameter list,
+// whatever the return type (std::enable_if<...>::type, unsigned int); empty without one. The
+// parameter list is the first '(' outside any nesting that follows a token directly: demanglers
+// put no space there, so neither "Memcpy HtoD (Pageable -> Device)" nor the "decltype (x)" of a
+// return type opens one. '>' closes only a '<' (in "<((8)>(0))>" it compares) and a closer
+// unwinds to its opener, so that no comparison ends the template arguments early.
+std::string_view SignatureName(std::string_view s) {
+  constexpr size_t kMaxNesting = 256;
+  char open[kMaxNesting];
+  size_t depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == ' ') {
+      if (depth == 0) start = i + 1;
+    } else if (c == '<' || c == '(' || c == '{' || c == '[') {
+      if (c == '(' && depth == 0 && i > start) {
+        const std::string_view name = s.substr(start, i - start);
+        if (name != "decltype") return name;  // a return type, written without the space
+      }
+      if (depth == kMaxNesting) return {};
+      open[depth++] = c;
+    } else if (c == '>') {
+      if (depth > 0 && open[depth - 1] == '<') --depth;
+    } else if (c == ')' || c == '}' || c == ']') {
+      const char opener = c == ')' ? '(' : c == '}' ? '{' : '[';
+      while (depth > 0 && open[depth - 1] != opener) --depth;
+      if (depth > 0) --depth;
+    }
+  }
+  return {};
+}
+
 // MangledName() reads the name of an Itanium-mangled symbol ("_ZN5aiter6kernelIfEEvPT_" ->
 // "aiter::kernel", "_Z6kernelPf" -> "kernel"): its source names up to the first thing that is not
 // one (template arguments, a parameter list). Empty when `s` is not such a symbol.
@@ -99,15 +149,18 @@ std::string KernelFamily(std::string_view name) {
   }
   plain.append(name);
   if (std::string demangled = MangledName(plain); !demangled.empty()) plain = demangled;
-  std::string_view s = plain;
-  if (s.substr(0, 5) == "void ") s.remove_prefix(5);
+  std::string_view s = SignatureName(plain);
+  if (s.empty()) {
+    s = plain;
+    if (s.substr(0, 5) == "void ") s.remove_prefix(5);
+  }
   const size_t bracket = s.find('<');
   std::string_view base = s.substr(0, bracket);
   base = Trim(base.substr(0, base.find('(')));
   if (bracket != std::string_view::npos && IsGenericWrapper(base)) {
     std::string_view rest = s.substr(bracket + 1);
     std::string_view argument = Trim(rest.substr(0, rest.find_first_of("<>,(")));
-    if (!argument.empty()) base = argument;
+    if (NamesSomething(argument)) base = argument;
   }
   std::string family;
   for (size_t i = 0; i < base.size(); ++i) {
@@ -118,7 +171,10 @@ std::string KernelFamily(std::string_view name) {
       family += base[i];
     }
   }
-  if (family.size() > 64) family.resize(64);
+  if (family.size() > 64) {
+    family.resize(64);
+    while (!family.empty() && family.back() == ':') family.pop_back();  // cut inside a "::"
+  }
   return family;
 }
 

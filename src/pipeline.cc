@@ -546,22 +546,55 @@ absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
   return ProfileInArena(arena, threads, paths, std::move(classifier), options);
 }
 
+namespace {
+
+// OpLinks are the op trees of traces being profiled, each built as soon as its trace is read.
+struct OpLinks {
+  PerSide<OpTree> trees;
+
+  // Link() is ProfileInArena()'s `then`: the CPU side is not needed past the tree.
+  std::function<void(size_t, TraceProfile*)> Link() {
+    return [this](size_t i, TraceProfile* profile) {
+      trees[i] = BuildOpTree(*profile);
+      profile->host = TraceHost();
+    };
+  }
+
+  // Compare() aligns the two trees and finds their fusion differences, while the kernel records
+  // are still there.
+  OpComparison Compare(const PerSide<TraceProfile>& traces, const OpCompareOptions& options) {
+    OpComparison ops = CompareOps(trees[Side::kTrace1], trees[Side::kTrace2], options);
+    FindFusionDifferences({{&traces[Side::kTrace1], &traces[Side::kTrace2]}},
+                          {{&trees[Side::kTrace1], &trees[Side::kTrace2]}}, &ops);
+    return ops;
+  }
+};
+
+}  // namespace
+
 absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::string& path2,
                                          std::shared_ptr<const Classifier> classifier,
                                          const PipelineOptions& options,
-                                         const FusionOptions& fusion) {
+                                         const FusionOptions& fusion,
+                                         const OpCompareOptions* by_op) {
   const int threads = ThreadCount(options);
   tbb::task_arena arena(threads);
   auto started = std::chrono::steady_clock::now();
+  PipelineOptions reading = options;
+  reading.host_activity = by_op != nullptr;
+  OpLinks links;
   absl::StatusOr<std::vector<TraceProfile>> profiles =
-      ProfileInArena(arena, threads, {path1, path2}, std::move(classifier), options);
+      ProfileInArena(arena, threads, {path1, path2}, std::move(classifier), reading,
+                     by_op != nullptr ? links.Link() : nullptr);
   if (!profiles.ok()) return profiles.status();
   Comparison c;
   c.traces = {{std::move((*profiles)[0]), std::move((*profiles)[1])}};
   auto merged = std::chrono::steady_clock::now();
   c.read_seconds = std::chrono::duration<double>(merged - started).count();
-  arena.execute(
-      [&] { c.report = AnalyzeFusion(c.traces[Side::kTrace1], c.traces[Side::kTrace2], fusion); });
+  arena.execute([&] {
+    c.report = AnalyzeFusion(c.traces[Side::kTrace1], c.traces[Side::kTrace2], fusion);
+    if (by_op != nullptr) c.ops = links.Compare(c.traces, *by_op);
+  });
   c.analyze_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - merged).count();
   return c;
@@ -600,18 +633,16 @@ absl::StatusOr<OperatorComparison> CompareOperators(const std::string& path1,
   options.host_activity = true;
   OperatorComparison c;
   // Each trace is linked to its ops as soon as it is read, while the other may still stream.
-  auto link = [&c](size_t i, TraceProfile* profile) {
-    c.trees[i] = BuildOpTree(*profile);
-    profile->host = TraceHost();  // not needed past here
-  };
+  OpLinks links;
   absl::StatusOr<std::vector<TraceProfile>> profiles =
-      ProfileInArena(arena, threads, {path1, path2}, std::move(classifier), options, link);
+      ProfileInArena(arena, threads, {path1, path2}, std::move(classifier), options, links.Link());
   if (!profiles.ok()) return profiles.status();
   c.traces = {{std::move((*profiles)[0]), std::move((*profiles)[1])}};
   auto read = std::chrono::steady_clock::now();
   c.read_seconds = std::chrono::duration<double>(read - started).count();
   arena.execute([&] {
-    c.ops = CompareOps(c.trees[Side::kTrace1], c.trees[Side::kTrace2], compare);
+    c.ops = links.Compare(c.traces, compare);
+    c.trees = std::move(links.trees);
     tbb::parallel_for(size_t{0}, size_t{2}, [&](size_t i) {
       const Side side = kSides[i];
       AddGraphReplayTypes(c.traces[side], c.trees[side], side, &c.ops.top_instances);

@@ -1,4 +1,5 @@
 // End-to-end tests of the tracefuse binary: exit codes, the one-line error messages, outputs.
+#include <algorithm>
 #include <map>
 #include <regex>
 
@@ -641,6 +642,57 @@ TEST_F(CompareCli, OpsReportsTheOpsThatDifferWithTheirKernels) {
   EXPECT_EQ(md.out.rfind("# Op-level comparison: AMD vs NVIDIA\n", 0), 0u) << md.out;
 }
 
+// Eager traces replay no graph: compare matches no group, says so and names --by-op, which
+// adds the fusion differences of `ops` to each format; both commands' CSV can hold them.
+TEST_F(CompareCli, ByOpFindsOnEagerTracesWhatGroupsCannot) {
+  const std::string a = dir_->path() + "/eager_a.json", b = dir_->path() + "/eager_b.json";
+  ASSERT_EQ(RunCommand(std::string(TRACEFUSE_GEN) + " --eager --seed 1 --layers 2 --steps 2 -o " +
+                       a + " --pair-output " + b)
+                .exit_code,
+            0);
+  const std::string compare = std::string(TRACEFUSE_BINARY) + " compare " + a + " " + b;
+  RunResult plain = RunCommand(compare);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("  Matched correlation groups: 0; rule set: tracefuse\n  No correlation "
+                           "group matched: these traces replay no CUDA/HIP graph of 50+ kernels. "
+                           "They record their CPU operators, so --by-op finds the fusion "
+                           "differences by aligning the operators instead.\n"),
+            std::string::npos)
+      << plain.out;
+  EXPECT_EQ(plain.out.find("Fusion differences by operator"), std::string::npos) << plain.out;
+
+  RunResult by_op = RunCommand(compare + " --by-op");
+  ASSERT_EQ(by_op.exit_code, 0) << by_op.err;
+  EXPECT_EQ(by_op.out.find("No correlation group matched"), std::string::npos) << by_op.out;
+  EXPECT_NE(by_op.out.find("Fusion differences by operator (6 in all: "), std::string::npos)
+      << by_op.out;
+
+  RunResult ops_json =
+      RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + a + " " + b + " --format json");
+  RunResult compare_json = RunCommand(compare + " --by-op --format json");
+  ASSERT_EQ(ops_json.exit_code, 0) << ops_json.err;
+  ASSERT_EQ(compare_json.exit_code, 0) << compare_json.err;
+  const nlohmann::json differences = nlohmann::json::parse(ops_json.out)["fusion_differences"];
+  const nlohmann::json j = nlohmann::json::parse(compare_json.out);
+  EXPECT_EQ(j["tracefuse"]["fusion_differences"], differences);
+  EXPECT_FALSE(j.contains("fusion_differences"));  // the reference's keys unchanged
+  ASSERT_EQ(differences.size(), 6u);
+
+  constexpr char kHeader[] =
+      "kind,scope,op,fused_by,instances,trace1_ops,trace1_kernels,trace1_categories,"
+      "trace1_time_us,trace2_ops,trace2_kernels,trace2_categories,trace2_time_us,"
+      "extra_categories,fused_kernel,saving_us";
+  for (const std::string& command :
+       {compare + " --by-op --format csv --csv-table fusion_differences",
+        std::string(TRACEFUSE_BINARY) + " ops " + a + " " + b +
+            " --format csv --csv-table fusion_differences"}) {
+    RunResult csv = RunCommand(command);
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), kHeader) << command;
+    EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 7) << csv.out;
+  }
+}
+
 TEST_F(CompareCli, OpsFailuresNameTheFileAndLeaveNoReport) {
   const std::string out = dir_->path() + "/ops.json";
   const std::string bad = dir_->File("bad_ops.json", R"({"traceEvents": [{"cat": "cpu_op"}, {]})");
@@ -664,8 +716,16 @@ TEST_F(CompareCli, OpsFailuresNameTheFileAndLeaveNoReport) {
   r = RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + dir_->path() + "/amd.json");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "tracefuse: error: TRACE2 is required (run 'tracefuse ops --help')\n");
-  r = RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + Traces() + " --format html");
+  r = RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + Traces() + " --format pdf");
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "tracefuse: error: --format: pdf not in {text,json,csv,markdown,html} (run 'tracefuse "
+            "ops --help')\n");
+  r = RunCommand(std::string(TRACEFUSE_BINARY) + " compare " + Traces() +
+                 " --csv-table fusion_differences -o " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "tracefuse: error: --csv-table fusion_differences needs --by-op\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace

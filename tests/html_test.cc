@@ -1,11 +1,13 @@
 // The HTML reports' parts (src/report/html.h, the aligned groups of src/report/fusion_view.h)
-// and the compare page's guarantees: escaped text, nothing fetched, a size bound for any number
-// of mappings. The pages' layout is pinned by the golden files (report_golden.*_html.*) and
-// checked in a real browser (tests/browser/).
+// and the compare and ops pages' guarantees: escaped text, nothing fetched, a size bound for any
+// number of mappings, the ops page's aligned example kernels. The pages' layout is pinned by the
+// golden files (report_golden.*_html.*) and checked in a real browser (tests/browser/).
 #include "report/html.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <random>
 #include <regex>
 #include <string>
@@ -14,7 +16,9 @@
 #include "gtest/gtest.h"
 #include "profile_builder.h"
 #include "report/fusion_view.h"
+#include "tracefuse/op_compare.h"
 #include "tracefuse/report/fusion.h"
+#include "tracefuse/report/ops.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -208,6 +212,159 @@ TEST_F(FusionHtmlTest, StaysUnderFiveMegabytesWithAHundredThousandMappings) {
                              ")</span></h3>")),
             std::string::npos);
   EXPECT_NE(html.find(StrCat("... and ", Thousands(kMappings - 40), " more")), std::string::npos);
+}
+
+// The section `id` of a page, up to its end.
+std::string SectionOf(const std::string& html, const std::string& id) {
+  const size_t begin = html.find("<section id=\"" + id + "\"");
+  if (begin == std::string::npos) return "";
+  return html.substr(begin, html.find("</section>", begin) - begin);
+}
+
+// OneFamily() is an op side whose instances run one kernel family.
+OpSide OneFamily(uint64_t instances, const std::string& family, int64_t time_ns) {
+  return {instances, {{family, instances, time_ns}}, time_ns};
+}
+
+// One matched op whose instances run A, B, A on trace 1 and A, A on trace 2: trace 2 fuses B
+// into its first A (the kernel "a_fused<T>"). Names, scopes and labels hold < > & " '.
+class OpsHtmlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    traces_ = {
+        {testing::BuildProfile(Sequence("aab", 1)), testing::BuildProfile(Sequence("aa", 2))}};
+    context_.traces = {{&traces_[0], &traces_[1]}};
+    context_.labels = {{"<MI300X & co>", "H100 \"SXM\""}};
+    for (Side s : kSides) {
+      ops_.traces[s].kernels = traces_[s].kernel_count;
+      ops_.traces[s].kernel_time_ns = 4000;
+      ops_.traces[s].linked_ns = 3000;  // 75.0%
+      ops_.traces[s].top_level_ops = 4;
+    }
+    ops_.matched_ops = 4;
+    OpRow row;
+    row.op = "aten::add<float>&";
+    row.scope = "Model/Block<'0'>/mlp";
+    row.matched = true;
+    row.instances = 4;
+    row.sides = {{OneFamily(4, "a1<float>", 10000), OneFamily(4, "a_fused<T>", 8000)}};
+    ops_.ops.push_back(row);
+    FusionDifference d;
+    d.kind = FusionDifferenceKind::kOp;
+    d.scope = row.scope;
+    d.op = row.op;
+    d.fused_by = Side::kTrace2;
+    d.instances = 4;
+    d.sides[Side::kTrace1].example = {
+        {"a1<float>", "A", 1000}, {"b&c", "B", 500}, {"a2", "A", 1000}};
+    d.sides[Side::kTrace2].example = {{"a_fused<T>", "A", 1800}, {"a2", "A", 900}};
+    d.sides[Side::kTrace1].time_ns = 10000;
+    d.sides[Side::kTrace2].time_ns = 10000 - 1234;
+    d.extra_categories = {{"B", 4}};
+    d.fused_kernel = "a_fused<T>";
+    d.example_step = 3;
+    d.example_index = 2;
+    ops_.fusion_differences.push_back(d);
+  }
+
+  PerSide<TraceProfile> traces_;
+  OpComparison ops_;
+  OpsContext context_;
+};
+
+TEST_F(OpsHtmlTest, EscapesNamesAndFetchesNothing) {
+  const std::string html = OpsHtml(ops_, context_);
+  EXPECT_NE(html.find("<html lang=\"en\" data-report=\"ops\">"), std::string::npos);
+  for (const char* escaped :
+       {"&lt;MI300X &amp; co&gt;", "H100 &quot;SXM&quot;", "aten::add&lt;float&gt;&amp;",
+        "Block&lt;&#39;0&#39;&gt;/", "a_fused&lt;T&gt;", "b&amp;c"}) {
+    EXPECT_NE(html.find(escaped), std::string::npos) << escaped;
+  }
+  for (const char* raw : {"<MI300X", "\"SXM\"", "<float>", "'0'", "<T>", "b&c"})
+    EXPECT_EQ(html.find(raw), std::string::npos) << raw;
+  EXPECT_NE(html.find("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"),
+            std::string::npos);
+  for (const char* fetching : {"<script", "http:", "https:", "src=", "href=", "url(", "@import"})
+    EXPECT_EQ(html.find(fetching), std::string::npos) << fetching;
+}
+
+TEST_F(OpsHtmlTest, ShowsBothTracesAndTheOpRow) {
+  const std::string html = OpsHtml(ops_, context_);
+  EXPECT_NE(html.find("<td class=\"linked n\">75.0%</td>"), std::string::npos);
+  const std::string ops = SectionOf(html, "ops");
+  EXPECT_EQ(Count(ops, "<svg class=\"chart\""), 1u);
+  EXPECT_EQ(Count(ops, "<tr data-op="), 1u);
+  EXPECT_NE(ops.find("<td class=\"time1 n\">10.0</td><td class=\"time2 n\">8.0</td>"
+                     "<td class=\"delta n\">+2.0</td><td class=\"ratio n\">1.25x</td>"),
+            std::string::npos)
+      << ops;
+}
+
+TEST_F(OpsHtmlTest, AlignsTheExampleKernelsOfEachDifference) {
+  const std::string section = SectionOf(OpsHtml(ops_, context_), "fusion-differences");
+  EXPECT_NE(section.find("<td class=\"fused-by\"><span class=\"key s2\"></span>H100 "
+                         "&quot;SXM&quot;</td><td class=\"instances n\">4 of 4</td>"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(section.find("<td class=\"saving\">saves 1.2 us</td>"), std::string::npos);
+  // A, B, A over A, A: the As share columns (a longest common subsequence), B faces a gap. Only
+  // B and the fused kernel are in full colour.
+  EXPECT_EQ(Count(section, "<div class=\"seq\">"), 1u);
+  const std::string a = CategoryColourClass(0), b = CategoryColourClass(1);
+  EXPECT_NE(section.find(StrCat(
+                "<div class=\"seq\"><span><b class=\"", a,
+                " aside\" title=\"a1&lt;float&gt; (A, 1.0 us)\">", "</b><b class=\"", a,
+                "\" title=\"a_fused&lt;T&gt; (A, 1.8 us)\"></b></span>",
+                "<span class=\"diff\"><b class=\"", b, "\" title=\"b&amp;c (B, 0.5 us)\"></b>",
+                "<b class=\"gap\"></b></span><span><b class=\"", a,
+                " aside\" title=\"a2 (A, 1.0 us)\"></b>", "<b class=\"", a,
+                " aside\" title=\"a2 (A, 0.9 us)\"></b></span></div>")),
+            std::string::npos)
+      << section;
+  // The same alignment as a table, readable without hovering.
+  EXPECT_EQ(Count(section, "<tr class=\"diff\">"), 1u);
+  EXPECT_NE(section.find("example: step 3, #2 (3 and 2 kernels)"), std::string::npos);
+}
+
+TEST_F(OpsHtmlTest, SaysWhenTheFusedKernelIsSlower) {
+  ops_.fusion_differences[0].sides[Side::kTrace2].time_ns = 12000;
+  const std::string section = SectionOf(OpsHtml(ops_, context_), "fusion-differences");
+  EXPECT_NE(section.find("<td class=\"saving\">the fused kernel is slower: 2.0 us more</td>"),
+            std::string::npos)
+      << section;
+}
+
+TEST_F(OpsHtmlTest, SaysWhenThereAreNoFusionDifferences) {
+  ops_.fusion_differences.clear();
+  const std::string section = SectionOf(OpsHtml(ops_, context_), "fusion-differences");
+  EXPECT_NE(section.find("data-count=\"0\""), std::string::npos);
+  EXPECT_NE(section.find("<p class=\"none\">None: where ops or modules match, both sides run as "
+                         "many kernels.</p>"),
+            std::string::npos)
+      << section;
+  EXPECT_EQ(section.find("<table"), std::string::npos);
+  EXPECT_EQ(section.find("<div class=\"seq\">"), std::string::npos);
+}
+
+TEST_F(OpsHtmlTest, ShowsTheFirstTopDifferencesAndCountsTheRest) {
+  ops_.fusion_differences.resize(3, ops_.fusion_differences[0]);
+  context_.top = 2;
+  const std::string section = SectionOf(OpsHtml(ops_, context_), "fusion-differences");
+  EXPECT_NE(section.find("(3 in all:"), std::string::npos);
+  EXPECT_EQ(Count(section, "<tr data-kind=\"op\" data-fused-by=\"2\">"), 2u);
+  EXPECT_EQ(Count(section, "<article class=\"example\""), 2u);
+  EXPECT_NE(section.find("... and 1 more (--format json lists every one)"), std::string::npos);
+}
+
+TEST_F(OpsHtmlTest, IsOneOfTheFormatsOfWriteOpsReport) {
+  const std::vector<std::string>& formats = OpsFormats();
+  EXPECT_NE(std::find(formats.begin(), formats.end(), "html"), formats.end());
+  const std::string path = ::testing::TempDir() + "/ops_html_test.html";
+  ASSERT_TRUE(WriteOpsReport(ops_, context_, "html", path).ok());
+  std::ifstream in(path);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(written, OpsHtml(ops_, context_));
+  std::remove(path.c_str());
 }
 
 }  // namespace

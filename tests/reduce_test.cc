@@ -1,12 +1,18 @@
 #include "tracefuse/reduce.h"
 
 #include <algorithm>
+#include <cctype>
+#include <fstream>
 #include <limits>
 #include <random>
+#include <set>
 
 #include "gtest/gtest.h"
 #include "profile_builder.h"
+#include "simdjson.h"
+#include "test_util.h"
 #include "tracefuse/op_tree.h"
+#include "tracefuse/pipeline.h"
 
 namespace tracefuse {
 namespace {
@@ -243,6 +249,181 @@ TEST(OpTree, KernelFamilyFoldsTilesTypesAndArguments) {
   EXPECT_EQ(KernelFamily("_ZN99tooshort"), "_ZN#tooshort");         // not a mangled name after all
   EXPECT_EQ(KernelFamily("void my::Kernel<>(int)"), "my::Kernel");  // no argument to name it by
   EXPECT_EQ(KernelFamily(std::string(100, 'k')), std::string(64, 'k'));
+}
+
+// A name that is a C++ signature keeps its qualified function name whatever its return type; a
+// name without a parameter list keeps the family it had before return types were skipped.
+TEST(OpTree, KernelFamilyIsTheFunctionNameWhateverTheReturnType) {
+  EXPECT_EQ(KernelFamily("std::enable_if<(bool)1, void>::type vllm::fused_add_rms_norm_kernel<"
+                         "c10::BFloat16, 8>(c10::BFloat16*, long, c10::BFloat16*, c10::BFloat16 "
+                         "const*, float, int, int)"),
+            "vllm::fused_add_rms_norm_kernel");
+  // As c++filt writes it: a comparison inside the enable_if condition.
+  EXPECT_EQ(KernelFamily("std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, "
+                         "void>::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>("
+                         "c10::BFloat16*, long, c10::BFloat16*, c10::BFloat16 const*, float, int, "
+                         "int)"),
+            "vllm::fused_add_rms_norm_kernel");
+  EXPECT_EQ(KernelFamily("typename std::enable_if<std::is_same<T, float>::value, void>::type "
+                         "ns::scale<float, 4>(float*, int)"),
+            "ns::scale");
+  EXPECT_EQ(KernelFamily("int foo<4>(int)"), "foo");
+  EXPECT_EQ(KernelFamily("unsigned int bar::baz(unsigned int const*, int)"), "bar::baz");
+  EXPECT_EQ(KernelFamily("__global__ void qux<unsigned int, 4>(unsigned int*)"), "qux");
+  EXPECT_EQ(KernelFamily("static void a::b(int)"), "a::b");
+  EXPECT_EQ(KernelFamily("foo<unsigned int, 4>(unsigned int*)"), "foo");
+  EXPECT_EQ(KernelFamily("decltype (ns::f<int>()) ns::g<int>(int)"), "ns::g");
+  EXPECT_EQ(KernelFamily("decltype(auto) ns::h(int)"), "ns::h");
+  // Lambdas and operator() in the template arguments and the parameters.
+  EXPECT_EQ(KernelFamily("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous "
+                         "namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar)::"
+                         "{lambda()#1}::operator()() const::{lambda(float)#1}, at::detail::Array<"
+                         "char*, 2> >(int, at::native::(anonymous namespace)::launch_clamp_scalar("
+                         "at::TensorIteratorBase&, c10::Scalar)::{lambda()#1}::operator()() const::"
+                         "{lambda(float)#1}, at::detail::Array<char*, 2>)"),
+            "at::native::vectorized_elementwise_kernel");
+  EXPECT_EQ(KernelFamily("std::enable_if<true, void>::type ns::apply<ns::run(int)::{lambda(int)#1}>"
+                         "(ns::run(int)::{lambda(int)#1})"),
+            "ns::apply");
+  EXPECT_EQ(KernelFamily("void ns::Functor<float>::operator()(float*) const"), "ns::Functor");
+  // A generic wrapper whose first argument is a built-in type keeps its own name.
+  EXPECT_EQ(KernelFamily("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, "
+                         "float, float, float, float, false, true, true, false, 7, "
+                         "cublasGemvParams<float> >(cublasGemvParams<float>)"),
+            "internal::gemvx::kernel");
+  EXPECT_EQ(KernelFamily("void cutlass::Kernel<128>(P)"), "cutlass::Kernel");
+  // Cut at 64 bytes inside a "::": the colons go.
+  EXPECT_EQ(KernelFamily("void " + std::string(62, 'n') + "::scale<float>(float*)"),
+            std::string(62, 'n'));
+  // No parameter list: as before.
+  EXPECT_EQ(KernelFamily("nccl:all_reduce"), "nccl:all_reduce");
+  EXPECT_EQ(KernelFamily("Memcpy HtoD (Pageable -> Device)"), "Memcpy HtoD");
+  EXPECT_EQ(KernelFamily("Memset (Device)"), "Memset");
+  EXPECT_EQ(KernelFamily("void vllm::rms_norm_kernel<c10::BFloat16>"), "vllm::rms_norm_kernel");
+  EXPECT_EQ(KernelFamily("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgs4K)"),
+            "ncclDevKernel_AllReduce_Sum_bf#_RING_LL");
+  EXPECT_EQ(KernelFamily(""), "");
+}
+
+// FamilyProblem() is what is wrong with `family` as KernelFamily(name), "" when nothing is: it
+// must not be empty, a keyword or type word (a return type taken for the name), a type trait
+// (std::enable_if<...>::type), nor a bare namespace, a prefix of the qualified name that ends
+// before one of its "::" (found as such: every occurrence of `family` in the name, digits folded,
+// is followed by "::").
+std::string FamilyProblem(const std::string& name, const std::string& family) {
+  if (family.empty()) return name.empty() ? "" : "empty";
+  static const std::set<std::string> kWords = {
+      "void",   "int",    "unsigned",   "signed",     "long",     "short",    "char",  "float",
+      "double", "bool",   "auto",       "static",     "typename", "template", "const", "volatile",
+      "inline", "extern", "__global__", "__device__", "__host__", "struct",   "class", "decltype",
+      "std",    "at",     "at::native", "c10",        "cutlass",  "cute",     "vllm",  "flash"};
+  if (kWords.count(family) || kWords.count(family.substr(0, family.find(' '))))
+    return "a keyword, a type word or a namespace";
+  for (const char* trait :
+       {"std::enable_if", "std::conditional", "std::is_", "std::remove_", "std::add_", "std::decay",
+        "std::common_type", "std::void_t", "std::integral_constant", "std::invoke_result",
+        "std::result_of", "std::underlying_type", "std::type_identity"}) {
+    if (family.rfind(trait, 0) == 0) return "a type trait";
+  }
+  if (family.size() >= 2 && family.compare(family.size() - 2, 2, "::") == 0) return "ends with ::";
+  // A family cut at 64 bytes may end before any "::" of the name.
+  if (family.size() + 2 >= 64) return "";
+  std::string folded;
+  constexpr std::string_view kAnonymous = "(anonymous namespace)::";
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name.compare(i, kAnonymous.size(), kAnonymous) == 0) {
+      i += kAnonymous.size() - 1;
+    } else if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+      folded += '#';
+      while (i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) ++i;
+    } else {
+      folded += name[i];
+    }
+  }
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  bool before_colons = false;
+  for (size_t at = folded.find(family); at != std::string::npos; at = folded.find(family, at + 1)) {
+    if (at > 0 && (word(folded[at - 1]) || folded[at - 1] == ':')) continue;  // inside a name
+    if (folded.compare(at + family.size(), 2, "::") != 0) return "";
+    before_colons = true;
+  }
+  return before_colons ? "a bare namespace" : "";
+}
+
+// ExpectSoundFamilies() checks the family of each name, naming the name and where it comes from.
+void ExpectSoundFamilies(const std::vector<std::string>& names, const std::string& source) {
+  for (const std::string& name : names) {
+    const std::string family = KernelFamily(name);
+    const std::string problem = FamilyProblem(name, family);
+    EXPECT_EQ(problem, "") << source << ": family \"" << family << "\" of \"" << name << "\"";
+  }
+}
+
+TEST(FamilyProblem, CatchesReturnTypesAndNamespaces) {
+  EXPECT_EQ(FamilyProblem("std::enable_if<true, void>::type vllm::k<8>(int)", "std::enable_if"),
+            "a type trait");
+  EXPECT_EQ(FamilyProblem("unsigned int ns::k(int)", "unsigned int"),
+            "a keyword, a type word or a namespace");
+  EXPECT_EQ(FamilyProblem("void at::native::k<4>(int)", "at::native"),
+            "a keyword, a type word or a namespace");
+  EXPECT_EQ(FamilyProblem("void my::ns::k<4>(my::ns::P)", "my::ns"), "a bare namespace");
+  EXPECT_EQ(FamilyProblem("void my::ns::k<4>(my::ns::P)", "my::ns::k"), "");
+  EXPECT_EQ(FamilyProblem("void ns::k<4>(int)", "ns::"), "ends with ::");
+  EXPECT_EQ(FamilyProblem("void ns::k<4>(int)", ""), "empty");
+  EXPECT_EQ(FamilyProblem("_ZN5aiter6kernelIfEEv", "aiter::kernel"), "");
+  EXPECT_EQ(
+      FamilyProblem("cutlass::Kernel2<cutlass_80_gemm>(cutlass_80_gemm::Params)", "cutlass_#_gemm"),
+      "");
+}
+
+// Every kernel name harvested from the libraries' sources (tests/data/kernel_names/*.tsv: a
+// header of '#' lines, then category, family label and name, tab-separated) has a sound family.
+TEST(OpTree, KernelFamilyOfEveryHarvestedNameIsItsFunctionName) {
+  const std::vector<std::string> files = testing::FilesIn(TRACEFUSE_KERNEL_NAMES_DIR, ".tsv");
+  ASSERT_GE(files.size(), 20u) << TRACEFUSE_KERNEL_NAMES_DIR;
+  size_t count = 0;
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    std::vector<std::string> names;
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      const size_t a = line.find('\t');
+      const size_t b = a == std::string::npos ? a : line.find('\t', a + 1);
+      ASSERT_NE(b, std::string::npos) << file << ": " << line;
+      names.push_back(line.substr(b + 1));
+    }
+    ExpectSoundFamilies(names, file);
+    count += names.size();
+  }
+  EXPECT_GT(count, 1000u);
+}
+
+// Every kernel name of the real traces of ../shared and of the reference's golden names.
+TEST(OpTree, KernelFamilyOfEveryRealNameIsItsFunctionName) {
+  TRACEFUSE_REQUIRE_SHARED();
+  std::vector<std::string> traces;
+  for (const std::string& f : testing::FilesIn(testing::SharedDir() + "/traces/real", ".json.gz"))
+    if (f.find("rocprof") == std::string::npos) traces.push_back(f);  // not a Kineto trace
+  ASSERT_GE(traces.size(), 10u);
+  auto profiles = ProfileTraces(traces, *Classifier::Create(*RuleSet::Load("wafer-kernel")), {});
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  size_t count = 0;
+  for (const TraceProfile& p : *profiles) {
+    ExpectSoundFamilies(p.names, p.path);
+    count += p.names.size();
+  }
+  EXPECT_GT(count, 500u);
+
+  const std::string golden = testing::SharedDir() + "/golden/classify/kernel_names.jsonl";
+  std::ifstream in(golden);
+  simdjson::dom::parser parser;
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    simdjson::dom::element row = parser.parse(simdjson::padded_string(line)).value();
+    names.emplace_back(std::string_view(row["name"].get_string().value()));
+  }
+  ASSERT_GT(names.size(), 400u) << golden;
+  ExpectSoundFamilies(names, golden);
 }
 
 TEST(OpTree, LaunchUnitNamesAreTheSameForCudaAndHip) {

@@ -112,6 +112,67 @@ struct OpTraceSummary {
   uint64_t cpu_events_without_times = 0;  // skipped: ts or dur not a number
 };
 
+// FusionDifferenceKind is the rule that found a fusion difference (see FindFusionDifferences()).
+enum class FusionDifferenceKind : uint8_t {
+  kOp,      // a matched op whose instances run different numbers of kernels
+  kModule,  // an unmatched stretch of ops under a module scope both sides share
+  kGraph,   // a stretch of a matched graph replay's kernels
+};
+
+// FusionCandidate is a place where the two sides run different numbers of kernels: a matched
+// pair of units (kOp, kGraph) or the units of an unmatched stretch (kModule), as
+// [units_begin, units_end) of OpComparison::candidate_units. FindFusionDifferences() reads the
+// candidates' kernels to tell what differs.
+struct FusionCandidate {
+  FusionDifferenceKind kind = FusionDifferenceKind::kOp;
+  int32_t step = kNoStep;
+  uint32_t scope = 0;  // index into OpComparison::candidate_scopes
+  PerSide<uint32_t> units_begin{};
+  PerSide<uint32_t> units_end{};
+};
+
+// FusionKernel is one kernel of a fusion difference's example instance.
+struct FusionKernel {
+  std::string family;
+  std::string category;
+  int64_t time_ns = 0;
+};
+
+// FusionDifferenceSide is one side of a fusion difference, over its instances.
+struct FusionDifferenceSide {
+  std::vector<std::string> ops;    // the op (kOp, kGraph) or the stretch's ops, in order (kModule)
+  std::vector<std::string> types;  // one instance's kernel categories, in start order
+  uint64_t kernels = 0;
+  std::vector<std::pair<std::string, uint64_t>> categories;  // kernels by category, by name
+  int64_t time_ns = 0;
+  std::vector<FusionKernel> example;  // the example instance's kernels, in start order
+};
+
+// FusionDifference is one way in which one side runs in fewer kernels what the other runs in
+// more, aggregated over the instances that differ alike (same kind, scope, op or ops, and kernel
+// categories in order on both sides).
+struct FusionDifference {
+  FusionDifferenceKind kind = FusionDifferenceKind::kOp;
+  std::string scope;
+  std::string op;                 // empty for kModule
+  Side fused_by = Side::kTrace1;  // the side that runs fewer kernels
+  uint64_t instances = 0;
+  PerSide<FusionDifferenceSide> sides;
+  // The unfused side's kernels that the fused side's sequence does not match, by category,
+  // over the instances.
+  std::vector<std::pair<std::string, uint64_t>> extra_categories;
+  std::string fused_kernel;        // the family of the fused side's kernel that covers them
+  int32_t example_step = kNoStep;  // the instance that differs most in time
+  uint64_t example_index = 0;      // its trace-1 unit's position (from 1) in its step
+
+  // saving_ns() is the unfused side's time minus the fused side's: negative when the fused
+  // kernels are slower than the kernels they replace.
+  int64_t saving_ns() const;
+};
+
+// FusionDifferenceKindName() is "op", "module" or "graph".
+const char* FusionDifferenceKindName(FusionDifferenceKind kind);
+
 // OpComparison is CompareOps()'s result.
 struct OpComparison {
   PerSide<OpTraceSummary> traces;
@@ -120,12 +181,40 @@ struct OpComparison {
   std::vector<OpRow> ops;                        // by |delta| (descending), op, scope, matched
   std::vector<UnmatchedGroup> unmatched_groups;  // by step, then position
   std::vector<MatchedInstance> top_instances;    // by |delta| (descending), step, index
+  // Filled by FindFusionDifferences(): by saving (descending), then kind, scope, op, and the
+  // unfused side's then the fused side's kernel types and ops, so that the order does not depend
+  // on which trace is which.
+  std::vector<FusionDifference> fusion_differences;
+
+  // What CompareOps() leaves for FindFusionDifferences(), which clears them: candidates by step,
+  // then position; their units; their scopes.
+  std::vector<FusionCandidate> candidates;
+  PerSide<std::vector<uint32_t>> candidate_units;
+  std::vector<std::string> candidate_scopes;
 };
 
 // CompareOps() aligns the two traces' units step by step and builds the tables. A row
 // "[no CPU op]" holds the kernels that no runtime call launched.
 OpComparison CompareOps(const OpTree& trace1, const OpTree& trace2,
                         const OpCompareOptions& options = OpCompareOptions());
+
+// FindFusionDifferences() turns `ops`' candidates into its fusion differences, reading each
+// trace's kernel records (which must still be those BuildOpTree() read) three times, in start
+// order, and holding per candidate a few words, not its kernels:
+//   - kOp: a matched pair of top-level ops (not both graph replays) whose kernel counts differ,
+//     both non-zero. Its whole kernel-category sequences are the signature; the unfused side's
+//     kernels that Myers' alignment (unfused side first) leaves unmatched are the extras.
+//   - kModule: an unmatched stretch under a non-empty module scope, both sides with kernels and
+//     different counts; its units' sequences joined in unit order, as for kOp.
+//   - kGraph: a matched pair of units that both hold graph replays, kernel counts differing. The
+//     replays' sequences are aligned (the side with more kernels first) and every stretch
+//     between matched kernels whose two sides differ in length is a difference of its own.
+// Where the fused side of a stretch is empty, both sides take in the matched kernel before it
+// (after it, for a stretch at the start), which is the kernel that covers the extras. Elsewhere
+// the fused kernel is the fused side's first unmatched kernel, or, when it has none, the partner
+// of the unfused side's last matched kernel before its first extra (first matched one after).
+void FindFusionDifferences(PerSide<const TraceProfile*> profiles, PerSide<const OpTree*> trees,
+                           OpComparison* ops);
 
 }  // namespace tracefuse
 

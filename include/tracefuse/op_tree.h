@@ -31,10 +31,15 @@ namespace tracefuse {
 // instance numbers, Linear_3) goes.
 std::string NormalizeOpName(std::string_view name);
 
-// KernelFamily() folds kernel names that differ only in tiles, types or arguments: no `void `,
-// no signature, no template arguments, digit runs as '#', at most 64 bytes. A generic wrapper
-// (cutlass::Kernel2<K>, cutlass::device_kernel<K>) is named by its first template argument; a
-// mangled name (_ZN5aiter6kernelI...) by its source names (aiter::kernel).
+// KernelFamily() folds kernel names that differ only in tiles, types or arguments: no return
+// type, no signature, no template arguments, digit runs as '#', at most 64 bytes. A name that is
+// a C++ signature, "[return type] name[<template args>](params)", is folded to its qualified
+// function name, the last whitespace-separated token before the parameter list (both outside any
+// <...> or (...)), whatever the return type (void, unsigned int, std::enable_if<...>::type); a
+// name without a parameter list (Cijk_..., triton_poi_fused_add_0, "Memcpy HtoD (Pageable ->
+// Device)") loses only a leading `void `. A generic wrapper (cutlass::Kernel2<K>,
+// cutlass::device_kernel<K>) is named by its first template argument unless that is a built-in
+// type or a value; a mangled name (_ZN5aiter6kernelI...) by its source names (aiter::kernel).
 std::string KernelFamily(std::string_view name);
 
 // LaunchUnitName() names the unit of a launch no CPU op encloses, from its runtime call:

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,16 +79,20 @@ absl::StatusOr<TraceMetadata> ReadLeadingMetadata(const std::string& path);
 struct Comparison {
   PerSide<TraceProfile> traces;
   FusionReport report;
+  // `compare --by-op`: the op-level comparison, for its fusion differences; nullopt without.
+  std::optional<OpComparison> ops;
   double read_seconds = 0;     // both traces streamed and reduced, concurrently
   double analyze_seconds = 0;  // the final merge stage
 };
 
 // Profiles both traces concurrently, then merges them into a fusion report, all on the same
-// `options.threads` threads.
+// `options.threads` threads. With `by_op`, it also reads the CPU side, compares the traces op by
+// op (as CompareOperators()) and finds their fusion differences, in the same pass.
 absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::string& path2,
                                          std::shared_ptr<const Classifier> classifier,
                                          const PipelineOptions& options,
-                                         const FusionOptions& fusion);
+                                         const FusionOptions& fusion,
+                                         const OpCompareOptions* by_op = nullptr);
 
 // OperatorComparison is what CompareOperators() returns.
 struct OperatorComparison {

@@ -26,8 +26,9 @@ absl::StatusOr<Comparison> RunComparison(const std::string& trace1, const std::s
   }
   FusionOptions fusion;
   fusion.min_group_size = options.min_group_size;
-  absl::StatusOr<Comparison> comparison =
-      CompareTraces(trace1, trace2, *classifier, pipeline, fusion);
+  const OpCompareOptions by_op;
+  absl::StatusOr<Comparison> comparison = CompareTraces(trace1, trace2, *classifier, pipeline,
+                                                        fusion, options.by_op ? &by_op : nullptr);
   *exit_code = ExitCodeFor(comparison.status());
   return comparison;
 }
@@ -47,6 +48,8 @@ CompareContext ComparisonContext(const Comparison& comparison, const CompareOpti
   context.labels = ComparisonLabels(traces[Side::kTrace1], traces[Side::kTrace2], options.label1,
                                     options.label2);
   context.min_group_size = options.min_group_size;
+  if (comparison.ops) context.ops = &*comparison.ops;
+  context.csv_table = options.csv_table;
   return context;
 }
 

@@ -14,6 +14,10 @@ struct CompareArgs {
 };
 
 int RunCompare(const CompareArgs& a) {
+  if (a.options.csv_table == "fusion_differences" && !a.options.by_op) {
+    return Fail(absl::InvalidArgumentError("--csv-table fusion_differences needs --by-op"),
+                kExitUsage);
+  }
   PipelineOptions options = a.pipeline;
   std::unique_ptr<ProgressLine> progress = ProgressLine::Start(a.progress, &options);
   int exit_code = kExitOk;
@@ -39,6 +43,14 @@ CLI::App* Declare(CLI::App* app, CompareArgs* a) {
       ->capture_default_str();
   AddTraceOptions(cmd, &a->output, &a->options.ruleset, &a->pipeline);
   AddMinGroupSizeOption(cmd, &a->options.min_group_size);
+  cmd->add_flag("--by-op", a->options.by_op,
+                "also read the CPU side and align the operators: the fusion differences of eager "
+                "traces, which replay no graph (as `tracefuse ops` finds them), in every format");
+  cmd->add_option("--csv-table", a->options.csv_table,
+                  "the table --format csv writes: types (one row per kernel type) or "
+                  "fusion_differences (one row per difference; needs --by-op)")
+      ->check(CLI::IsMember(FusionCsvTables()))
+      ->capture_default_str();
   AddProgressOption(cmd, &a->progress);
   cmd->add_option("--label1", a->options.label1,
                   "name for trace 1 in text, markdown and CSV (default: its platform)");

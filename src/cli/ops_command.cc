@@ -13,6 +13,7 @@ struct OpsArgs {
   std::string ruleset = "tracefuse";
   std::string label1, label2;
   size_t top = 20;
+  std::string csv_table = "ops";
   uint32_t max_edit_distance = OpCompareOptions().edit_cap;
   PipelineOptions pipeline;
 };
@@ -37,6 +38,7 @@ int RunOps(const OpsArgs& a) {
   context.labels =
       ComparisonLabels(traces[Side::kTrace1], traces[Side::kTrace2], a.label1, a.label2);
   context.top = a.top;
+  context.csv_table = a.csv_table;
   context.read_seconds = c->read_seconds;
   context.analyze_seconds = c->analyze_seconds;
   absl::Status written = WriteOpsReport(c->ops, context, a.format, a.output);
@@ -51,11 +53,17 @@ CLI::App* Declare(CLI::App* app, OpsArgs* a) {
   cmd->add_option("TRACE1", a->trace1, "first trace (.json, .json.gz or .json.zst)")->required();
   cmd->add_option("TRACE2", a->trace2, "second trace (.json, .json.gz or .json.zst)")->required();
   cmd->add_option("--format", a->format,
-                  "text and markdown for people; json has every row (schema tracefuse.ops/1); "
-                  "csv one row per op and scope")
+                  "text and markdown for people; html one self-contained page (no script, "
+                  "nothing fetched) with the example kernels aligned; json has every row (schema "
+                  "tracefuse.ops/1); csv one row per op and scope")
       ->check(CLI::IsMember(OpsFormats()))
       ->capture_default_str();
-  cmd->add_option("--top", a->top, "rows per table (text, markdown) and instances listed")
+  cmd->add_option("--csv-table", a->csv_table,
+                  "the table --format csv writes: ops (one row per op and scope) or "
+                  "fusion_differences (one row per difference)")
+      ->check(CLI::IsMember(OpsCsvTables()))
+      ->capture_default_str();
+  cmd->add_option("--top", a->top, "rows per table (text, markdown, html) and instances listed")
       ->capture_default_str();
   cmd->add_option("--max-edit-distance", a->max_edit_distance,
                   "per step: past this many inserted and deleted ops, match ops of the same name "

@@ -20,6 +20,21 @@ double Micros(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
 double MillisAsMicros(int64_t ns) { return Millis(ns) * 1000; }
 
+std::string MicrosText(int64_t ns) { return fmt::format("{:.1f}", Micros(ns)); }
+std::string SignedMicrosText(int64_t ns) { return fmt::format("{:+.1f}", Micros(ns)); }
+
+double Percent(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+std::string ShortScope(const std::string& scope) {
+  const size_t last = scope.rfind('/');
+  if (last == std::string::npos) return scope;
+  const size_t before = scope.rfind('/', last - 1);
+  if (last == 0 || before == std::string::npos) return scope;
+  return "…/" + scope.substr(before + 1);
+}
+
 int64_t KernelTimeNs(const TraceProfile& profile) {
   int64_t total = 0;
   for (int64_t ns : profile.name_time_ns) total += ns;

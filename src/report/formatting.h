@@ -23,6 +23,18 @@ std::string Shorten(const std::string& s, size_t n);
 // Micros() converts nanoseconds to microseconds directly (`stats`).
 double Micros(int64_t ns);
 
+// MicrosText() is nanoseconds as the op reports print microseconds: "12.3"; SignedMicrosText()
+// with its sign: "+12.3", "-0.5".
+std::string MicrosText(int64_t ns);
+std::string SignedMicrosText(int64_t ns);
+
+// Percent() is `part` as a percentage of `whole`, 0 when `whole` is not positive.
+double Percent(int64_t part, int64_t whole);
+
+// ShortScope() is a module path's last two modules, "…/" before them when there are more: paths
+// of nested models run to a hundred characters and more.
+std::string ShortScope(const std::string& scope);
+
 // MillisAsMicros() is Millis(ns) * 1000: `breakdown` and the fusion JSON report microseconds
 // computed so, which can differ from Micros() in the last bit, and their outputs are pinned.
 double MillisAsMicros(int64_t ns);

@@ -3,6 +3,7 @@
 
 #include "fmt/format.h"
 #include "report/formatting.h"
+#include "report/fusion_differences.h"
 #include "report/fusion_view.h"
 #include "tracefuse/report/fusion.h"
 
@@ -23,6 +24,9 @@ std::string OpportunityColumns(const FusionOpportunity* o, const PerSide<std::st
 }  // namespace
 
 std::string FusionCsv(const FusionReport& report, const CompareContext& context) {
+  if (context.csv_table == "fusion_differences" && context.ops != nullptr) {
+    return FusionDifferencesCsv(context.ops->fusion_differences);
+  }
   std::string out = kHeader;
   for (const FusionTypeRow& row : FusionTypeRows(report, context)) {
     out +=

@@ -35,8 +35,6 @@ constexpr size_t kMaxAlignedColumns = 300;   // shown
 constexpr size_t kTopKernels = 10;           // per category and side, in the drill-down
 constexpr size_t kNameChars = 120;           // kernel names in tables and cell titles
 
-std::string ShownName(const std::string& name) { return HtmlEscaped(Shorten(name, kNameChars)); }
-
 // An example of a folded mapping: its first matched groups' kernels, to align.
 struct AlignedExample {
   const FoldedMapping* folded = nullptr;
@@ -78,7 +76,7 @@ class FusionHtmlPage {
   void AlignedGroups();
   std::vector<AlignedExample> PickExamples() const;
   void AlignedExampleHtml(const AlignedExample& example);
-  std::string Cell(Side side, const GroupKernel* kernel, const FusionMapping& mapping) const;
+  SequenceCell Cell(Side side, const GroupKernel& kernel, const FusionMapping& mapping) const;
   void Drilldown();
   void TopKernelTable(Side side, const CategoryBreakdown* category);
   void Footer(double seconds);
@@ -311,32 +309,23 @@ void FusionHtmlPage::AlignedExampleHtml(const AlignedExample& example) {
           ? fmt::format("; the first {} of {} columns", kMaxAlignedColumns, columns.size())
           : "");
   std::vector<uint8_t> shown_category(report_.categories.size(), 0);
-  std::string cells;
-  for (size_t i = 0; i < columns.size() && i < kMaxAlignedColumns; ++i) {
-    cells += columns[i].same_type ? "<span>" : "<span class=\"diff\">";
-    for (Side s : kSides) {
-      const uint32_t k = columns[i].kernel[s];
-      const GroupKernel* kernel = k == kNoKernel ? nullptr : &aligned[s][k];
-      if (kernel != nullptr) shown_category[kernel->category] = 1;
-      cells += Cell(s, kernel, mapping);
-    }
-    cells += "</span>";
-  }
+  const std::string cells = AlignedStripCells(
+      columns, kMaxAlignedColumns,
+      [&](Side s, uint32_t k, bool) { return Cell(s, aligned[s][k], mapping); },
+      [&](Side s, uint32_t k) { return aligned[s][k].category; }, &shown_category);
   for (const FusionTypeRow* row : by_time_)
     if (shown_category[row->category]) doc_.Append(ColourKey(Colour(row->category), row->name));
   doc_.Append("</p>\n<div class=\"seq\">{}</div>\n</article>\n", cells);
 }
 
 // One kernel's cell: its category's colour, faded unless the mapping is about that category.
-std::string FusionHtmlPage::Cell(Side side, const GroupKernel* kernel,
-                                 const FusionMapping& mapping) const {
-  if (kernel == nullptr) return "<b class=\"gap\"></b>";
-  const bool involved = kernel->category == mapping.type || kernel->category == mapping.fused_type;
+SequenceCell FusionHtmlPage::Cell(Side side, const GroupKernel& kernel,
+                                  const FusionMapping& mapping) const {
+  const bool involved = kernel.category == mapping.type || kernel.category == mapping.fused_type;
   const TraceProfile& p = *context_.traces[side];
-  return fmt::format("<b class=\"{}{}\" title=\"{} ({}, {:.1f} us)\"></b>",
-                     Colour(kernel->category), involved ? "" : " aside",
-                     ShownName(p.names[kernel->name]),
-                     HtmlEscaped(report_.categories[kernel->category]), Micros(kernel->dur_ns));
+  return {Colour(kernel.category), !involved,
+          fmt::format("{} ({}, {:.1f} us)", Shorten(p.names[kernel.name], kNameChars),
+                      report_.categories[kernel.category], Micros(kernel.dur_ns))};
 }
 
 // Per category, most time first, each side's top kernels by time, folded away but the first.

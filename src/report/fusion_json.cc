@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "report/formatting.h"
+#include "report/fusion_differences.h"
 #include "report/fusion_view.h"
 #include "report/py_json_writer.h"
 #include "tracefuse/report/fusion.h"
@@ -156,6 +157,7 @@ void TracefuseJson(const FusionReport& r, const CompareContext& c, PyJsonWriter*
   w->Field("read_and_reduce", c.read_seconds);
   w->Field("analyze", c.analyze_seconds);
   w->EndObject();
+  if (c.ops != nullptr) FusionDifferencesJson(c.ops->fusion_differences, w);
   w->EndObject();
 }
 

@@ -8,6 +8,18 @@ const std::vector<std::string>& FusionFormats() {
   return formats;
 }
 
+const std::vector<std::string>& FusionCsvTables() {
+  static const std::vector<std::string> tables = {"types", "fusion_differences"};
+  return tables;
+}
+
+bool HasCpuSide(const TraceProfile& profile) {
+  for (const auto& [category, count] : profile.event_categories) {
+    if (category == "cpu_op" || category == "Operator") return true;
+  }
+  return false;
+}
+
 std::string FusionFormatExtension(const std::string& format) {
   if (format == "text") return "txt";
   if (format == "markdown") return "md";

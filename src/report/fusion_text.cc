@@ -7,6 +7,7 @@
 
 #include "fmt/format.h"
 #include "report/formatting.h"
+#include "report/fusion_differences.h"
 #include "report/fusion_view.h"
 #include "tracefuse/report/fusion.h"
 #include "tracefuse/report/stats.h"
@@ -32,13 +33,18 @@ TypeCells TypeRowCells(const FusionTypeRow& row) {
 // two formats share every line and differ in markup only.
 class FusionPage : Page {
  public:
-  FusionPage(const FusionView& view, bool markdown) : Page(markdown), view_(view) {}
+  FusionPage(const FusionView& view, const CompareContext& context, bool markdown)
+      : Page(markdown), view_(view), context_(context) {}
 
   std::string Render() && {
     Header();
     TypeTable();
     Opportunities();
     Mappings();
+    if (context_.ops != nullptr) {
+      out_ += FusionDifferencesSection(context_.ops->fusion_differences, context_.ops,
+                                       context_.labels, kTopOpportunities, markdown_);
+    }
     return std::move(out_);
   }
 
@@ -58,6 +64,7 @@ class FusionPage : Page {
   const std::string& Label(Side side) const { return view_.sides[side].label; }
 
   const FusionView& view_;
+  const CompareContext& context_;
   size_t type_width_ = 0;                         // text: the kernel-type column
   std::array<size_t, kTypeColumns> widths_ = {};  // text: the columns after it
 };
@@ -82,6 +89,15 @@ void FusionPage::Header() {
   }
   Line(fmt::format("{}Matched correlation groups: {}; rule set: {}", markdown_ ? "\n" : "  ",
                    view_.matched_groups, view_.rule_set));
+  if (view_.matched_groups == 0 && context_.ops == nullptr &&
+      HasCpuSide(*view_.sides[Side::kTrace1].profile) &&
+      HasCpuSide(*view_.sides[Side::kTrace2].profile)) {
+    Line(fmt::format(
+        "{}No correlation group matched: these traces replay no CUDA/HIP graph of "
+        "{}+ kernels. They record their CPU operators, so {} finds the fusion "
+        "differences by aligning the operators instead.",
+        markdown_ ? "\n" : "  ", view_.min_group_size, markdown_ ? "`--by-op`" : "--by-op"));
+  }
 }
 
 std::string FusionPage::TraceLine(const FusionSide& side) const {
@@ -167,7 +183,7 @@ void FusionPage::MappingBlockLines(const MappingBlock& block) {
 
 std::string FusionText(const FusionReport& report, const CompareContext& context, bool markdown) {
   const FusionView view = MakeFusionView(report, context);
-  return FusionPage(view, markdown).Render();
+  return FusionPage(view, context, markdown).Render();
 }
 
 }  // namespace tracefuse

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "report/html.h"
 #include "tracefuse/analyze.h"
 #include "tracefuse/reduce.h"
 #include "tracefuse/report/fusion.h"
@@ -107,6 +108,28 @@ struct AlignedColumn {
 // minimal edit script (MyersMatches()) share columns, and each stretch between two of them is
 // laid out side by side, position by position.
 std::vector<AlignedColumn> AlignGroups(const PerSide<std::vector<GroupKernel>>& groups);
+
+// AlignedStripCells() draws the first `max_columns` aligned columns as the cells of a `.seq`
+// strip: cell_of(side, kernel, same_type) is a kernel's cell, and category_of(side, kernel) its
+// category, which is marked in `shown` (the legend shows only those).
+template <typename CellOf, typename CategoryOf>
+std::string AlignedStripCells(const std::vector<AlignedColumn>& columns, size_t max_columns,
+                              CellOf cell_of, CategoryOf category_of, std::vector<uint8_t>* shown) {
+  std::string cells;
+  for (size_t i = 0; i < columns.size() && i < max_columns; ++i) {
+    PerSide<SequenceCell> cell;
+    PerSide<const SequenceCell*> column{};
+    for (Side s : kSides) {
+      const uint32_t k = columns[i].kernel[s];
+      if (k == kNoKernel) continue;
+      (*shown)[category_of(s, k)] = 1;
+      cell[s] = cell_of(s, k, columns[i].same_type);
+      column[s] = &cell[s];
+    }
+    cells += SequenceColumnHtml(column, columns[i].same_type);
+  }
+  return cells;
+}
 
 // MappingKindName() names a kind of mapping for people: "sequence", "count imbalance", ...
 const char* MappingKindName(FusionMapping::Kind kind);

@@ -123,14 +123,15 @@ std::string CategoryColourClass(size_t rank) {
   return rank < kCategoryColours ? StrCat("k", rank) : "k-rest";
 }
 
-HtmlDocument::HtmlDocument(std::string_view report, std::string_view title) {
+HtmlDocument::HtmlDocument(std::string_view report, std::string_view title,
+                           std::string_view style) {
   Append(
       "<!DOCTYPE html>\n<html lang=\"en\" data-report=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-      "<meta name=\"generator\" content=\"tracefuse\">\n<title>{}</title>\n<style>{}</style>\n"
+      "<meta name=\"generator\" content=\"tracefuse\">\n<title>{}</title>\n<style>{}{}</style>\n"
       "</head>\n<body>\n",
-      HtmlEscaped(report), kContentSecurityPolicy, HtmlEscaped(title), kStyle);
+      HtmlEscaped(report), kContentSecurityPolicy, HtmlEscaped(title), kStyle, style);
 }
 
 std::string HtmlDocument::Finish() && {
@@ -176,6 +177,21 @@ std::string KernelNameCode(const std::string& name, size_t shown_chars) {
   if (shown == name) return StrCat("<code>", HtmlEscaped(name), "</code>");
   return StrCat("<code title=\"", HtmlEscaped(Shorten(name, kTitleChars)), "\">",
                 HtmlEscaped(shown), "</code>");
+}
+
+std::string SequenceColumnHtml(const PerSide<const SequenceCell*>& cells, bool same_type) {
+  std::string out = same_type ? "<span>" : "<span class=\"diff\">";
+  for (Side s : kSides) {
+    const SequenceCell* cell = cells[s];
+    if (cell == nullptr) {
+      out += "<b class=\"gap\"></b>";
+      continue;
+    }
+    out += StrCat("<b class=\"", cell->colour, cell->aside ? " aside" : "", "\" title=\"",
+                  HtmlEscaped(cell->title), "\"></b>");
+  }
+  out += "</span>";
+  return out;
 }
 
 std::string ColourKey(std::string_view colour, std::string_view label) {

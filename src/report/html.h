@@ -36,8 +36,9 @@ std::string CategoryColourClass(size_t rank);
 // formatted into markup must be escaped by the caller (HtmlEscaped()).
 class HtmlDocument {
  public:
-  // `report` names the report in <html data-report=...> ("compare", "breakdown", "merge").
-  HtmlDocument(std::string_view report, std::string_view title);
+  // `report` names the report in <html data-report=...> ("compare", "breakdown", "merge",
+  // "ops"); `style` is CSS of that page's own, after the stylesheet every report shares.
+  HtmlDocument(std::string_view report, std::string_view title, std::string_view style = {});
 
   void Append(std::string_view markup) { out_ += markup; }
   template <typename... Args>
@@ -73,6 +74,19 @@ std::string BarChartSvg(const std::vector<BarRow>& rows, std::string_view title)
 // the name (up to 2,000 characters) on hover when cut. Template arguments make names long, and
 // their tail is what tells two apart.
 std::string KernelNameCode(const std::string& name, size_t shown_chars);
+
+// SequenceCell is one kernel of an aligned sequence (a `.seq` strip: two rows of cells, one per
+// side): its category's colour class, whether it is faded (`aside`: not what the strip is shown
+// for) and what hovering it shows.
+struct SequenceCell {
+  std::string colour;
+  bool aside = false;
+  std::string title;  // plain text: SequenceColumnHtml() escapes it
+};
+
+// SequenceColumnHtml() is one column of a `.seq` strip: trace 1's cell above trace 2's, a dashed
+// gap where a side has none (null), underlined unless the two sides run the same category there.
+std::string SequenceColumnHtml(const PerSide<const SequenceCell*>& cells, bool same_type);
 
 // ColourKey() is a legend entry: a swatch of `colour` and the escaped `label`.
 std::string ColourKey(std::string_view colour, std::string_view label);

@@ -1,5 +1,6 @@
 // `tracefuse ops --format csv`: one row per (op, scope, matched), for spreadsheets.
 #include "report/formatting.h"
+#include "report/fusion_differences.h"
 #include "tracefuse/report/ops.h"
 #include "tracefuse/strings.h"
 
@@ -18,7 +19,15 @@ std::string KernelsCell(const std::vector<OpKernels>& kernels) {
 
 }  // namespace
 
-std::string OpsCsv(const OpComparison& ops, const OpsContext&) {
+const std::vector<std::string>& OpsCsvTables() {
+  static const std::vector<std::string> tables = {"ops", "fusion_differences"};
+  return tables;
+}
+
+std::string OpsCsv(const OpComparison& ops, const OpsContext& context) {
+  if (context.csv_table == "fusion_differences") {
+    return FusionDifferencesCsv(ops.fusion_differences);
+  }
   std::string out =
       "op,scope,matched,instances,trace1_instances,trace1_time_us,trace2_instances,"
       "trace2_time_us,delta_us,ratio,trace1_kernels,trace2_kernels\n";

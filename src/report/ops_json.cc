@@ -1,6 +1,7 @@
 // `tracefuse ops --format json`: schema "tracefuse.ops/1" (README, "Which operator is slower?"),
 // streamed: a comparison of two multi-gigabyte traces has tens of thousands of rows and groups.
 #include "report/formatting.h"
+#include "report/fusion_differences.h"
 #include "report/py_json_writer.h"
 #include "tracefuse/platform.h"
 #include "tracefuse/report/ops.h"
@@ -157,6 +158,7 @@ absl::Status WriteOpsJson(const OpComparison& ops, const OpsContext& context, Ou
                           ArrayJson("top_instances", ops.top_instances, InstanceJson, &w)}) {
     if (!st.ok()) return st;
   }
+  FusionDifferencesJson(ops.fusion_differences, &w);
   w.Key("tracefuse");
   w.BeginObject();
   w.Field("version", TRACEFUSE_VERSION);

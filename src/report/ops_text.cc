@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "report/formatting.h"
+#include "report/fusion_differences.h"
 #include "tracefuse/op_compare.h"
 #include "tracefuse/platform.h"
 #include "tracefuse/report/ops.h"
@@ -13,22 +14,6 @@
 namespace tracefuse {
 namespace {
 
-double Share(int64_t part, int64_t whole) {
-  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
-// ShortScope() is the last two modules of a scope path, "…/" before them when there are more.
-std::string ShortScope(const std::string& scope) {
-  const size_t last = scope.rfind('/');
-  if (last == std::string::npos) return scope;
-  const size_t before = scope.rfind('/', last - 1);
-  if (last == 0 || before == std::string::npos) return scope;
-  return "…/" + scope.substr(before + 1);
-}
-
-std::string Us(int64_t ns) { return fmt::format("{:.1f}", Micros(ns)); }
-std::string SignedUs(int64_t ns) { return fmt::format("{:+.1f}", Micros(ns)); }
-
 // KernelList() names a side's kernel families with their counts and times, the first few.
 std::string KernelList(const std::vector<OpKernels>& kernels) {
   constexpr size_t kShown = 3;
@@ -36,7 +21,8 @@ std::string KernelList(const std::vector<OpKernels>& kernels) {
   std::string out;
   for (size_t i = 0; i < kernels.size() && i < kShown; ++i) {
     if (!out.empty()) out += "; ";
-    out += fmt::format("{} x{} {} us", kernels[i].family, kernels[i].count, Us(kernels[i].time_ns));
+    out += fmt::format("{} x{} {} us", kernels[i].family, kernels[i].count,
+                       MicrosText(kernels[i].time_ns));
   }
   if (kernels.size() > kShown) out += fmt::format("; {} more", kernels.size() - kShown);
   return out;
@@ -92,6 +78,8 @@ class OpsPage : Page {
   std::string Render() && {
     Header();
     OpRows("Ops that differ most", [](const OpRow& r) { return r.matched; });
+    out_ += FusionDifferencesSection(ops_.fusion_differences, &ops_, context_.labels, context_.top,
+                                     markdown_);
     Instances();
     OpRows("Ops on one side only", [](const OpRow& r) {
       return !r.matched &&
@@ -131,8 +119,8 @@ void OpsPage::Header() {
       "{}Top-level ops: {} / {}, {} matched ({:.1f}% / {:.1f}%); steps {} / {}",
       markdown_ ? "\n" : "  ", Thousands(t1.top_level_ops), Thousands(t2.top_level_ops),
       Thousands(ops_.matched_ops),
-      Share(static_cast<int64_t>(ops_.matched_ops), static_cast<int64_t>(t1.top_level_ops)),
-      Share(static_cast<int64_t>(ops_.matched_ops), static_cast<int64_t>(t2.top_level_ops)),
+      Percent(static_cast<int64_t>(ops_.matched_ops), static_cast<int64_t>(t1.top_level_ops)),
+      Percent(static_cast<int64_t>(ops_.matched_ops), static_cast<int64_t>(t2.top_level_ops)),
       t1.steps, t2.steps));
   if (ops_.capped_steps > 0) {
     Line(fmt::format("{}{} step(s) differ too much to align in order: matched op by op",
@@ -146,8 +134,8 @@ std::string OpsPage::TraceLine(Side side) const {
   const std::string linked = fmt::format(
       "{:.1f}% of kernel time linked to an op, {:.1f}% to a launch without one, {:.1f}% with no "
       "launch",
-      Share(s.linked_ns, s.kernel_time_ns), Share(s.launch_only_ns, s.kernel_time_ns),
-      Share(s.no_launch_ns, s.kernel_time_ns));
+      Percent(s.linked_ns, s.kernel_time_ns), Percent(s.launch_only_ns, s.kernel_time_ns),
+      Percent(s.no_launch_ns, s.kernel_time_ns));
   const std::string skipped = s.cpu_events_without_times == 0
                                   ? ""
                                   : fmt::format("; {} CPU events skipped (ts or dur not a number)",
@@ -183,14 +171,15 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
     const std::string ratio = r ? RatioText(*r) : "-";
     if (markdown_) {
       Line(fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |", row.op,
-                       ShortScope(row.scope), row.instances, Us(x.time_ns), Us(y.time_ns),
-                       SignedUs(row.delta_ns()), ratio, KernelList(x.kernels),
-                       KernelList(y.kernels)));
+                       ShortScope(row.scope), row.instances, MicrosText(x.time_ns),
+                       MicrosText(y.time_ns), SignedMicrosText(row.delta_ns()), ratio,
+                       KernelList(x.kernels), KernelList(y.kernels)));
       continue;
     }
     Line(fmt::format("  {}  {}  x{}: {} us vs {} us ({} us, {})", row.op,
                      row.scope.empty() ? "(no module)" : ShortScope(row.scope), row.instances,
-                     Us(x.time_ns), Us(y.time_ns), SignedUs(row.delta_ns()), ratio));
+                     MicrosText(x.time_ns), MicrosText(y.time_ns), SignedMicrosText(row.delta_ns()),
+                     ratio));
     Line(fmt::format("      {}: {}", a, KernelList(x.kernels)));
     Line(fmt::format("      {}: {}", b, KernelList(y.kernels)));
   }
@@ -204,8 +193,8 @@ void OpsPage::Instances() {
     const std::string step = m.step == kNoStep ? "outside steps" : fmt::format("step {}", m.step);
     Line(fmt::format("{}{} #{} ({}){}: {} us vs {} us ({} us)", Bullet("  "), Code(m.op), m.index,
                      step, m.scope.empty() ? "" : " under " + ShortScope(m.scope),
-                     Us(m.sides[Side::kTrace1].time_ns), Us(m.sides[Side::kTrace2].time_ns),
-                     SignedUs(m.delta_ns())));
+                     MicrosText(m.sides[Side::kTrace1].time_ns),
+                     MicrosText(m.sides[Side::kTrace2].time_ns), SignedMicrosText(m.delta_ns())));
     for (Side side : kSides) {
       Line(fmt::format("{}{}{}: {}", SubBullet(), Label(side),
                        m.graph[side] ? " (graph replay)" : "", KernelList(m.sides[side].kernels)));
@@ -222,15 +211,7 @@ void OpsPage::Instances() {
 void OpsPage::Groups() {
   Heading(fmt::format("Unmatched stretches ({} in all, the largest by kernel time)",
                       ops_.unmatched_groups.size()));
-  std::vector<const UnmatchedGroup*> groups;
-  for (const UnmatchedGroup& g : ops_.unmatched_groups) groups.push_back(&g);
-  auto time = [](const UnmatchedGroup* g) {
-    return g->sides[Side::kTrace1].time_ns + g->sides[Side::kTrace2].time_ns;
-  };
-  std::stable_sort(
-      groups.begin(), groups.end(),
-      [&](const UnmatchedGroup* x, const UnmatchedGroup* y) { return time(x) > time(y); });
-  if (groups.size() > context_.top) groups.resize(context_.top);
+  const std::vector<const UnmatchedGroup*> groups = LargestUnmatchedGroups(ops_, context_.top);
   if (groups.empty()) Line(markdown_ ? "(none)" : "  (none)");
   for (const UnmatchedGroup* g : groups) {
     std::string sides;
@@ -241,7 +222,7 @@ void OpsPage::Groups() {
       }
       if (g->op_count[side] > 4) names += fmt::format(", {} more", g->op_count[side] - 4);
       sides += fmt::format("{}{} [{}] {} us", side == Side::kTrace1 ? "" : " | ", Label(side),
-                           names, Us(g->sides[side].time_ns));
+                           names, MicrosText(g->sides[side].time_ns));
     }
     Line(fmt::format("{}{}{}: {}", Bullet("  "),
                      g->step == kNoStep ? "outside steps" : fmt::format("step {}", g->step),

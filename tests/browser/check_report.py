@@ -10,16 +10,22 @@ checks it against the JSON report of the same run:
            count and kernel time, the top category's times (largest time1 + time2) and those of
            every category row shown, every fusion opportunity (up to 50) in order, the mappings,
            sequences and drilldown sections; breakdown: the GPU, every category row shown and the
-           top category's time
+           top category's time; ops: both traces (as compare, and the share of kernel time linked
+           to an op), the op rows shown (the first --top matched ops with kernel time, in order,
+           with both sides' times), the fusion differences' count and, for those shown, their
+           kinds, who fuses (that side's label) and savings in order, each with its example
+           instance's kernels aligned (every kernel once, in order; a column's two cells of one
+           category unless it is marked as differing), the instances and unmatched sections
   pixels   the screenshot is not blank: more than one colour, at least MIN_INK of its pixels
-           differ from the background, and (compare) each colour of the category chart's bars is
-           on screen
+           differ from the background, and (compare, ops) each colour of the first chart's bars
+           (compare: kernel time per category; ops: the ops that differ most) is on screen
 
 Expected figures come from `tracefuse COMMAND ... --format json` of the same traces and options,
 never from this file. One Chromium run gives both the DOM (--dump-dom) and the screenshot.
 
 usage: check_report.py [--keep DIR] [--mutate KIND --expect-failure LINE]
                        CHROMIUM TRACEFUSE compare TRACE1 TRACE2 [tracefuse options...]
+       check_report.py [...] CHROMIUM TRACEFUSE ops TRACE1 TRACE2 [tracefuse options...]
        check_report.py [...] CHROMIUM TRACEFUSE breakdown TRACE [tracefuse options...]
 
   --keep DIR             leave report.html, report.json, dom.html, screenshot.png, net-log.json
@@ -51,6 +57,8 @@ WINDOW = (1280, 2400)
 CHROMIUM_TIMEOUT_S = 60
 MIN_INK = 0.01  # share of the screenshot's pixels that are not the background colour
 MAX_OPPORTUNITIES = 50
+OPS_TOP = 20  # `tracefuse ops --top`'s default
+MAX_ALIGNED_COLUMNS = 300  # the ops page's strips show no more
 EXTERNAL_IMAGE = '<img src="http://example.invalid/x.png" alt="">'
 
 
@@ -167,8 +175,9 @@ def check_common_dom(dom, command):
     return None
 
 
-def check_compare_dom(dom, report):
-    traces = report["tracefuse"]["traces"]
+def check_traces_table(dom, traces):
+    """The traces table of compare and ops: each side's label, platform, GPU, kernel count and
+    kernel time."""
     table = dom.find("table", class_="traces")
     if table is None:
         return 'DOM: no <table class="traces">'
@@ -189,7 +198,14 @@ def check_compare_dom(dom, report):
         # The contract leaves the count's digit grouping open: its digits must be the count's.
         if got is None or re.sub(r"[^0-9]", "", got) != str(trace["kernels"]):
             return f"DOM: trace {side} kernels: expected {trace['kernels']}, got {got!r}"
+    return None
 
+
+def check_compare_dom(dom, report, options):
+    traces = report["tracefuse"]["traces"]
+    problem = check_traces_table(dom, traces)
+    if problem:
+        return problem
     section = dom.find("section", id="categories")
     if section is None:
         return 'DOM: no <section id="categories">'
@@ -230,7 +246,7 @@ def check_compare_dom(dom, report):
     return None
 
 
-def check_breakdown_dom(dom, report):
+def check_breakdown_dom(dom, report, options):
     body = dom.find("body")
     gpu = gpu_name(report["gpu"])
     if body is None or gpu not in body.text():
@@ -252,6 +268,148 @@ def check_breakdown_dom(dom, report):
         got = None if td is None else td.text()
         if got != ms(categories[name]):
             return f"DOM: category {name!r} time: expected {ms(categories[name])!r}, got {got!r}"
+    return None
+
+
+def option_value(options, name, default):
+    """The value of `name VALUE` or `name=VALUE` among the tracefuse options, else default."""
+    for i, option in enumerate(options):
+        if option == name and i + 1 < len(options):
+            return options[i + 1]
+        if option.startswith(name + "="):
+            return option[len(name) + 1:]
+    return default
+
+
+def us1(us):
+    """The ops page's microseconds: one decimal."""
+    return "%.1f" % us
+
+
+def saving_text(us):
+    return (f"saves {us1(us)} us" if us >= 0
+            else f"the fused kernel is slower: {us1(-us)} us more")
+
+
+def cell_text(row, cell):
+    td = row.find("td", class_=cell)
+    return None if td is None else td.text()
+
+
+def check_linked_share(dom, traces):
+    """Each side's share of kernel time linked to an op, to the page's one decimal (the page
+    divides nanoseconds, the JSON holds microseconds: a last-digit tie may round either way)."""
+    table = dom.find("table", class_="traces")
+    for side, trace in enumerate(traces, 1):
+        got = cell_text(table.find("tr", data_side=str(side)), "linked")
+        total = trace["kernel_time_us"]
+        expected = 100 * trace["linked_kernel_time_us"] / total if total > 0 else 0.0
+        match = re.fullmatch(r"([0-9.]+)%", got or "")
+        if match is None or abs(float(match.group(1)) - expected) > 0.05 + 1e-9:
+            return f"DOM: trace {side} linked: expected {expected:.1f}%, got {got!r}"
+    return None
+
+
+def check_op_rows(dom, report, top):
+    section = dom.find("section", id="ops")
+    if section is None:
+        return 'DOM: no <section id="ops">'
+    expected = [r for r in report["ops"]
+                if r["matched"] and (r["trace1"]["time_us"] or r["trace2"]["time_us"])][:top]
+    if expected and section.find("svg") is None:
+        return "DOM: no <svg> chart in the ops section"
+    table = section.find("table", class_="ops")
+    rows = [] if table is None else list(table.find_all("tr", data_op=True))
+    got = [(r.attrs["data-op"], r.attrs.get("data-scope")) for r in rows]
+    if got != [(r["op"], r["scope"]) for r in expected]:
+        return (f"DOM: op rows: expected {[(r['op'], r['scope']) for r in expected]!r}, "
+                f"got {got!r}")
+    for row, op in zip(rows, expected):
+        for cell, side in (("time1", "trace1"), ("time2", "trace2")):
+            if cell_text(row, cell) != us1(op[side]["time_us"]):
+                return (f"DOM: op {op['op']!r} {cell}: expected {us1(op[side]['time_us'])!r}, "
+                        f"got {cell_text(row, cell)!r}")
+    return None
+
+
+def cell_category(cell):
+    """The category in a strip cell's title, "name (Category, 1.2 us)"."""
+    match = re.search(r"\(([^()]*), -?[0-9.]+ us\)$", cell.attrs.get("title") or "")
+    return None if match is None else match.group(1)
+
+
+def check_example(article, difference, n):
+    """The example instance's kernels in the strip: every kernel of each side once, in start
+    order, and a column's two cells of one category unless it is marked as differing."""
+    strip = article.find("div", class_="seq")
+    if strip is None:
+        return f"DOM: fusion difference {n}: no aligned strip (<div class=\"seq\">)"
+    columns = [c for c in strip.children if isinstance(c, Node) and c.tag == "span"]
+    example = difference["example"]
+    if len(example["trace1"]) + len(example["trace2"]) > MAX_ALIGNED_COLUMNS:
+        return None  # the strip shows the first columns only
+    sides = ([], [])
+    for column in columns:
+        cells = [c for c in column.children if isinstance(c, Node) and c.tag == "b"]
+        if len(cells) != 2:
+            return f"DOM: fusion difference {n}: a strip column of {len(cells)} cells, not 2"
+        categories = [None if "gap" in (c.attrs.get("class") or "").split() else cell_category(c)
+                      for c in cells]
+        for side, category in enumerate(categories):
+            if category is not None:
+                sides[side].append(category)
+        differs = "diff" in (column.attrs.get("class") or "").split()
+        if not differs and (categories[0] is None or categories[0] != categories[1]):
+            return (f"DOM: fusion difference {n}: an aligned column holds {categories[0]!r} "
+                    f"and {categories[1]!r}")
+    for side, key in enumerate(("trace1", "trace2")):
+        expected = [k["type"] for k in example[key]]
+        if sides[side] != expected:
+            return (f"DOM: fusion difference {n} example {key}: expected {expected!r}, "
+                    f"got {sides[side]!r}")
+    return None
+
+
+def check_fusion_differences(dom, report, top):
+    section = dom.find("section", id="fusion-differences")
+    if section is None:
+        return 'DOM: no <section id="fusion-differences">'
+    differences = report["fusion_differences"]
+    if section.attrs.get("data-count") != str(len(differences)):
+        return (f"DOM: fusion differences: expected {len(differences)} in all, got "
+                f"{section.attrs.get('data-count')!r}")
+    if not differences:
+        return None if section.find("p", class_="none") else \
+            "DOM: no fusion difference, and the page does not say so"
+    labels = {"trace1": report["traces"][0]["label"], "trace2": report["traces"][1]["label"]}
+    shown = differences[:top]
+    rows = list(section.find_all("tr", data_kind=True))
+    expected = [(d["kind"], labels[d["fused_by"]], saving_text(d["saving_us"])) for d in shown]
+    got = [(r.attrs["data-kind"], cell_text(r, "fused-by"), cell_text(r, "saving")) for r in rows]
+    if got != expected:
+        return f"DOM: fusion differences: expected {expected!r}, got {got!r}"
+    articles = list(section.find_all("article", class_="example"))
+    if len(articles) != len(shown):
+        return f"DOM: fusion differences: {len(shown)} examples expected, got {len(articles)}"
+    for n, (article, difference) in enumerate(zip(articles, shown), 1):
+        problem = check_example(article, difference, n)
+        if problem:
+            return problem
+    return None
+
+
+def check_ops_dom(dom, report, options):
+    top = int(option_value(options, "--top", OPS_TOP))
+    for check in (lambda: check_traces_table(dom, report["traces"]),
+                  lambda: check_linked_share(dom, report["traces"]),
+                  lambda: check_op_rows(dom, report, top),
+                  lambda: check_fusion_differences(dom, report, top)):
+        problem = check()
+        if problem:
+            return problem
+    for name in ("instances", "one-side", "unmatched"):
+        if dom.find("section", id=name) is None:
+            return f'DOM: no <section id="{name}">'
     return None
 
 
@@ -294,10 +452,11 @@ def class_fills(dom):
     return fills
 
 
-def bar_colours(dom):
-    """The fill colours (#rrggbb) of the shapes in the categories chart: each shape's inline
-    style, its classes' style rules or its fill attribute, else its parent's (inherited)."""
-    section = dom.find("section", id="categories")
+def bar_colours(dom, section_id):
+    """The fill colours (#rrggbb) of the shapes in the chart of the section `section_id`: each
+    shape's inline style, its classes' style rules or its fill attribute, else its parent's
+    (inherited)."""
+    section = dom.find("section", id=section_id)
     svg = None if section is None else section.find("svg")
     colours = set()
     if svg is None:
@@ -491,6 +650,12 @@ def console_messages(console):
     return messages
 
 
+DOM_CHECKS = {"compare": check_compare_dom, "ops": check_ops_dom,
+              "breakdown": check_breakdown_dom}
+TRACE_COUNTS = {"compare": 2, "ops": 2, "breakdown": 1}
+CHART_SECTIONS = {"compare": "categories", "ops": "ops"}  # whose bar colours must show
+
+
 def check(chromium, tracefuse, command, traces, options, work, mutation):
     if not chromium or chromium.endswith("NOTFOUND") or not os.path.exists(chromium):
         raise Failure(f"chromium not found ({chromium or 'no path'}); scripts/setup installs the "
@@ -518,19 +683,22 @@ def check(chromium, tracefuse, command, traces, options, work, mutation):
     dom = parse_dom(dom_text)
     problem = check_common_dom(dom, command)
     if problem is None:
-        problem = (check_compare_dom if command == "compare" else check_breakdown_dom)(dom, report)
+        problem = DOM_CHECKS[command](dom, report, options)
     if problem:
         failures.append(problem)
-    colours = bar_colours(dom) if command == "compare" else set()
+    colours = bar_colours(dom, CHART_SECTIONS[command]) if command in CHART_SECTIONS else set()
     problem, ink = check_pixels(paths["screenshot.png"], colours)
     if problem:
         failures.append(problem)
     if failures:
         return failures, None
     summary = f"{ink:.1%} of the screenshot inked"
+    if command in CHART_SECTIONS:
+        summary += f", bar colours {' '.join(sorted(colours)) or '(none in the SVG)'}"
     if command == "compare":
-        summary += (f", bar colours {' '.join(sorted(colours)) or '(none in the SVG)'}, "
-                    f"{len(report['fusion_opportunities'][:MAX_OPPORTUNITIES])} opportunities")
+        summary += f", {len(report['fusion_opportunities'][:MAX_OPPORTUNITIES])} opportunities"
+    if command == "ops":
+        summary += f", {len(report['fusion_differences'])} fusion differences"
     return [], summary
 
 
@@ -550,12 +718,12 @@ def main(argv):
         else:
             print(f"check_report: unknown option {flag}")
             return 2
-    if len(argv) < 4 or argv[2] not in ("compare", "breakdown"):
+    if len(argv) < 4 or argv[2] not in TRACE_COUNTS:
         print("usage: check_report.py [--keep DIR] [--mutate KIND --expect-failure LINE] "
-              "CHROMIUM TRACEFUSE compare|breakdown TRACE... [tracefuse options...]")
+              "CHROMIUM TRACEFUSE compare|ops|breakdown TRACE... [tracefuse options...]")
         return 2
     chromium, tracefuse, command = argv[0], argv[1], argv[2]
-    count = 2 if command == "compare" else 1
+    count = TRACE_COUNTS[command]
     traces, options = argv[3:3 + count], argv[3 + count:]
     if len(traces) < count:
         print(f"check_report: {command} needs {count} trace(s)")

@@ -39,6 +39,19 @@ def differences(expected, actual, path="$"):
         yield f"{path}: expected {expected!r}, got {actual!r}"
 
 
+def extra_keys(expected, actual, path):
+    """Keys of `actual` that `expected` does not have, at every depth: the fusion differences'
+    schema is exactly the oracle's."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in actual.keys() - expected.keys():
+            yield f"{path}.{key}: not in the schema"
+        for key in actual.keys() & expected.keys():
+            yield from extra_keys(expected[key], actual[key], f"{path}.{key}")
+    elif isinstance(expected, list) and isinstance(actual, list):
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            yield from extra_keys(e, a, f"{path}[{i}]")
+
+
 def expectations(report, linked, matched, complete):
     for i, t in enumerate(report["traces"], 1):
         total = t["kernel_time_us"]
@@ -52,6 +65,22 @@ def expectations(report, linked, matched, complete):
                  + t["no_launch_kernel_time_us"])
         if complete and abs(parts - total) > 1e-6 * max(1.0, total):
             yield f"trace {i}: linked + launch-only + no-launch = {parts} us, total {total} us"
+
+
+def classifier(binary, traces, platforms):
+    """categorize(side, name): the kernel categories of `tracefuse classify`, which golden tests
+    check on their own, for the platform the report detected on each side."""
+    categories = []
+    for trace, platform in zip(traces, platforms):
+        names = sorted({k[1] for k in trace.kernels})
+        command = [binary, "classify", "--input", "jsonl"]
+        if platform in ("AMD", "NVIDIA"):
+            command += ["--platform", platform.lower()]
+        run = subprocess.run(command, input="".join(json.dumps(n) + "\n" for n in names),
+                             capture_output=True, text=True, check=True)
+        categories.append({r["name"]: r["category"]
+                           for r in map(json.loads, run.stdout.splitlines())})
+    return lambda side, name: categories[side][name]
 
 
 def main(argv):
@@ -80,9 +109,13 @@ def main(argv):
         print(f"tracefuse ops failed ({run.returncode}): {run.stderr}")
         return 1
     actual = json.loads(run.stdout)
-    expected = oracle.report(oracle.Trace(trace1), oracle.Trace(trace2),
-                             oracle_options["--top"], oracle_options["--max-edit-distance"])
+    traces = (oracle.Trace(trace1), oracle.Trace(trace2))
+    categorize = classifier(binary, traces, [t["platform"] for t in actual["traces"]])
+    expected = oracle.report(traces[0], traces[1], oracle_options["--top"],
+                             oracle_options["--max-edit-distance"], categorize)
     found = list(differences(expected, actual))
+    found += list(extra_keys(expected["fusion_differences"], actual.get("fusion_differences"),
+                             "$.fusion_differences"))
     found += list(expectations(actual, linked, matched, complete))
     for line in found[:10]:
         print(line)
@@ -93,7 +126,7 @@ def main(argv):
     print(f"agree: {actual['matched_ops']} matched ops of {t[0]['top_level_ops']} / "
           f"{t[1]['top_level_ops']}, {len(actual['ops'])} rows, "
           f"{len(actual['unmatched_groups'])} unmatched groups, {actual['capped_steps']} capped "
-          f"steps; linked {t[0]['linked_kernel_time_us']:.3f} / {t[0]['kernel_time_us']:.3f} us, "
+          f"steps, {len(actual['fusion_differences'])} fusion differences; linked {t[0]['linked_kernel_time_us']:.3f} / {t[0]['kernel_time_us']:.3f} us, "
           f"{t[1]['linked_kernel_time_us']:.3f} / {t[1]['kernel_time_us']:.3f} us")
     return 0
 

@@ -10,7 +10,9 @@ what `tracefuse ops` reports for them, beyond the oracle's agreement (check_orac
 - an annotation and a cpu_op with the same start and duration (the annotation encloses);
 - a launch at the very start of its op; a second thread with string tids;
 - a kernel whose correlation id no launch carries, and one with none ("[no CPU op]");
-- CPU ops whose ts or dur is not a number (skipped, counted).
+- CPU ops whose ts or dur is not a number (skipped, counted);
+- fusion differences: a graph replay of three kernels against one, a GEMM against GEMM + split-K
+  reduction (the fused side slower), and a stretch that differs in names only (none reported).
 
 usage: crafted.py TRACEFUSE OUTDIR
 """
@@ -161,6 +163,23 @@ def check(report):
     outside = [g for g in report["unmatched_groups"] if g["step"] is None]
     assert [(g["trace1"]["ops"], g["trace2"]["ops"]) for g in outside] == [
         (["aten::empty"], [])], outside
+    # Fusion differences: the graph replay runs three kernels against one; the matched kernel
+    # before the extras (the first) is taken in on both sides, so the fused side is not empty.
+    graph, linear = report["fusion_differences"]
+    assert (graph["kind"], graph["op"], graph["fused_by"], graph["instances"]) == (
+        "graph", "[graph launch]", "trace2", 1), graph
+    assert (graph["trace1"]["kernels"], graph["trace2"]["kernels"]) == (3, 1), graph
+    assert (graph["trace1"]["time_us"], graph["trace2"]["time_us"]) == (24, 10), graph
+    assert (graph["extra_categories"], graph["fused_kernel"], graph["saving_us"]) == (
+        {"Other": 2}, "graph_kernel_ab", 14), graph
+    # aten::linear: one GEMM against a GEMM and its split-K reduction; the fused one is slower.
+    assert (linear["kind"], linear["scope"], linear["fused_by"]) == (
+        "op", "Model/Linear", "trace1"), linear
+    assert (linear["extra_categories"], linear["saving_us"]) == ({"GEMM": 1}, -10.1), linear
+    assert linear["fused_kernel"] == "Cijk_Alik_Bljk_HB_MT#x#x#_MI#x#x#", linear
+    # aten::relu against aten::clamp_min + aten::contiguous runs one kernel on each side: a
+    # difference of names, not of fusion.
+    assert all(d["kind"] != "module" for d in report["fusion_differences"])
 
 
 def main(binary, outdir):

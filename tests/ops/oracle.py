@@ -58,19 +58,56 @@ def launch_unit_name(call):
 
 
 def family(name):
-    """Kernel names folded by family: no signature or template arguments, digits as #; a generic
-    wrapper (cutlass::Kernel2<K>, device_kernel<K>) is named by its first template argument."""
+    """Kernel names folded by family: no return type, signature or template arguments, digits as
+    #; a C++ signature, "[return type] name[<args>](params)", is folded to its qualified function
+    name whatever the return type; a generic wrapper (cutlass::Kernel2<K>, device_kernel<K>) is
+    named by its first template argument unless that is a built-in type or a value."""
+
+    def signature_name(name):
+        # The last space-separated token outside any nesting before the parameter list, the first
+        # "(" outside any nesting straight after a token ("Memcpy HtoD (Pageable -> Device)" has
+        # none); None without one. ">" only closes a "<" ("(8)>(0)" compares), a closer pops up
+        # to its own opener; past 256 levels, None, as the C++ gives up there.
+        stack, token_start = [], 0
+        for m in re.finditer(r"[ <>(){}\[\]]", name):
+            c, at = m.group(), m.start()
+            if c == " ":
+                if not stack:
+                    token_start = at + 1
+            elif c == ">":
+                if stack and stack[-1] == "<":
+                    stack.pop()
+            elif c in ")]}":
+                opener = "([{"[")]}".index(c)]
+                while stack and stack.pop() != opener:
+                    pass
+            else:
+                token = name[token_start:at]
+                if c == "(" and not stack and token and token != "decltype":
+                    return token
+                if len(stack) == 256:
+                    return None
+                stack.append(c)
+        return None
+
     name = name.replace("(anonymous namespace)::", "")
     name = mangled_name(name) or name
-    if name.startswith("void "):
+    function = signature_name(name)
+    if function is not None:
+        name = function
+    elif name.startswith("void "):
         name = name[5:]
     base, bracket, rest = name.partition("<")
     base = base.split("(", 1)[0].strip()
-    if bracket and re.fullmatch(r"(?:\w+::)*(?:[Kk]ernel|device_kernel)\d*", base):
+    if bracket and re.fullmatch(r"(?:[\w:]*::)?(?:[Kk]ernel|device_kernel)\d*", base):
         argument = re.split(r"[<>,(]", rest, 1)[0].strip()
-        if argument:
+        builtin = {"bool", "char", "char8_t", "char16_t", "char32_t", "wchar_t", "short", "int",
+                   "long", "signed", "unsigned", "float", "double", "void", "const", "volatile",
+                   "true", "false"}
+        if re.match(r"[A-Za-z_]", argument) and argument.split(" ")[0] not in builtin:
             base = argument
-    return re.sub(r"\d+", "#", base)[:64]
+    folded = re.sub(r"\d+", "#", base)
+    return folded[:64].rstrip(":") if len(folded) > 64 else folded
 
 
 def mangled_name(symbol):
@@ -100,7 +137,7 @@ class Trace:
         self.path = path
         host = []  # (thread, ts, dur, kind, name, file order)
         launches = []  # (thread, ts, correlation, call)
-        kernels = []  # (correlation or None, name, dur)
+        kernels = []  # (correlation or None, name, dur, ts, file order)
         for order, e in enumerate(load(path)):
             if not isinstance(e, dict):
                 continue
@@ -113,7 +150,7 @@ class Trace:
             if cat in KERNEL_CATS:
                 corr = args.get("correlation")
                 corr = corr if isinstance(corr, int) and not isinstance(corr, bool) else None
-                kernels.append((corr, name, dur or 0))
+                kernels.append((corr, name, dur or 0, ts or 0, order))
                 continue
             if ts is None:
                 continue
@@ -199,20 +236,23 @@ class Trace:
         for i, n in enumerate(self.nodes):
             if n["kind"] == OP and not any(self.nodes[a]["kind"] == OP for a in self.ancestors(i)):
                 self.unit(("node", i))
-        for corr, name, dur in self.kernels:
+        for corr, name, dur, ts, order in self.kernels:
             self.total += dur
             link = self.launch_node.get(corr) if corr is not None else None
             if link is None:
                 self.no_launch += dur
                 continue
-            innermost, call, ts, thread, order = link
+            innermost, call, call_ts, thread, call_order = link
             node = self.unit_of(innermost) if innermost is not None else None
             if node is not None:
                 u = self.unit(("node", node))
                 self.linked += dur
             else:
-                u = self.unit(("launch", order), call, ts, thread, innermost)
+                u = self.unit(("launch", call_order), call, call_ts, thread, innermost)
                 self.launch_only += dur
+            u["run"].append((ts, order, name, dur))
+            if "Graph" in call:
+                u["graph"] = True
             fam = family(name)
             c = u["kernels"].setdefault(fam, [0, 0])
             c[0] += 1
@@ -234,7 +274,7 @@ class Trace:
                     scope.append(normalise(self.nodes[innermost]["name"]))
             u = dict(name=launch_unit_name(call), scope=scope, ts=ts, thread=thread,
                      order=key[1])
-        u.update(kernels={}, time=0)
+        u.update(kernels={}, time=0, run=[], graph=False)
         self.units[key] = u
         return u
 
@@ -439,7 +479,8 @@ def ratio(a, b):
     return None if b == 0 else a / b
 
 
-def report(t1, t2, top=20, edit_cap=2000):
+def report(t1, t2, top=20, edit_cap=2000, categorize=None):
+    """categorize(side, kernel name) -> category; without it, no fusion differences."""
     seq1, seq2 = t1.sequences(), t2.sequences()
     table, groups, instances = {}, [], []
     steps = sorted(set(seq1) | set(seq2), key=lambda s: (s is None, s or 0))
@@ -448,7 +489,7 @@ def report(t1, t2, top=20, edit_cap=2000):
     # Kernels no runtime call launched: one row, one unit per side that has any.
     entry = [side_total(), side_total()]
     for side, t in enumerate((t1, t2)):
-        for corr, name, dur in t.kernels:
+        for corr, name, dur, _, _ in t.kernels:
             if corr is None or corr not in t.launch_node:
                 entry[side]["instances"] = 1
                 accumulate_kernel(entry[side], name, dur)
@@ -492,8 +533,154 @@ def report(t1, t2, top=20, edit_cap=2000):
                        "launch_only_kernel_time_us": us(t.launch_only),
                        "no_launch_kernel_time_us": us(t.no_launch), "steps": len(t.steps),
                        "top_level_ops": sum(len(v) for v in seq.values())})
-    return {"traces": traces, "matched_ops": len(instances), "ops": ops,
-            "unmatched_groups": unmatched, "top_instances": top_instances[:top]}
+    out = {"traces": traces, "matched_ops": len(instances), "ops": ops,
+           "unmatched_groups": unmatched, "top_instances": top_instances[:top]}
+    if categorize is not None:
+        out["fusion_differences"] = fusion_differences(seq1, instances, groups, categorize)
+    return out
+
+
+# Fusion differences (README, "Fusion differences by operator"), from the same alignment.
+KIND_ORDER = {"op": 0, "module": 1, "graph": 2}
+
+
+def start_order(units):
+    """A stretch's kernels: each unit's in start order (file order breaks ties), units in turn."""
+    run = []
+    for u in units:
+        run += [(name, dur) for _, _, name, dur in sorted(u["run"], key=lambda k: (k[0], k[1]))]
+    return run
+
+
+def pieces(kind, types1, types2):
+    """(range1, range2, fused side, extras, fused position) for each difference of a pair."""
+    more = 0 if len(types1) > len(types2) else 1
+    seqs = (types1, types2)
+    a, b = seqs[more], seqs[1 - more]
+    matches = diff(a, b)
+    out = []
+
+    def emit(ra, rb, fused, extras, fused_at):
+        ranges = [None, None]
+        ranges[more], ranges[1 - more] = ra, rb
+        if not all(t == "Communication" for t in extras):
+            out.append((ranges[0], ranges[1], fused, extras, fused_at))
+
+    if kind != "graph":
+        matched_a = {i for i, _ in matches}
+        matched_b = {j for _, j in matches}
+        extras = [a[i] for i in range(len(a)) if i not in matched_a]
+        free_b = [j for j in range(len(b)) if j not in matched_b]
+        if free_b:
+            fused_at = free_b[0]
+        else:
+            first_extra = min(i for i in range(len(a)) if i not in matched_a)
+            before = [j for i, j in matches if i < first_extra]
+            fused_at = before[-1] if before else matches[0][1]
+        emit((0, len(a)), (0, len(b)), 1 - more, extras, fused_at)
+        return out
+    i0 = j0 = 0
+    for i, j in matches + [(len(a), len(b))]:
+        if i - i0 != j - j0:
+            fused = 1 - more if j - j0 < i - i0 else more
+            ra, rb = [i0, i], [j0, j]
+            unfused_range = ra if fused != more else rb
+            extras = list((a if fused != more else b)[unfused_range[0]:unfused_range[1]])
+            fused_range = rb if fused != more else ra
+            if fused_range[0] == fused_range[1]:
+                if i0 > 0 or j0 > 0:
+                    ra[0] -= 1
+                    rb[0] -= 1
+                    fused_at = fused_range[0]
+                else:
+                    fused_at = fused_range[1]
+                    ra[1] += 1
+                    rb[1] += 1
+            else:
+                fused_at = fused_range[0]
+            emit(tuple(ra), tuple(rb), fused, extras, fused_at)
+        i0, j0 = i + 1, j + 1
+    return out
+
+
+def fusion_differences(seq1, instances, groups, categorize):
+    """categorize(side, kernel name) -> category."""
+    index = {}
+    for units in seq1.values():
+        for i, u in enumerate(units):
+            index[id(u)] = i + 1
+    candidates = []  # (kind, step, scope, ops, (units1, units2))
+    steps = sorted({i[0] for i in instances} | {g[0] for g in groups},
+                   key=lambda s: (s is None, s or 0))
+    for step in steps:
+        for st, _, u1, u2 in instances:
+            if st != step or not u1["run"] or not u2["run"] or len(u1["run"]) == len(u2["run"]):
+                continue
+            kind = "graph" if u1["graph"] and u2["graph"] else "op"
+            candidates.append((kind, step, "/".join(u1["scope"]), ([u1], [u2])))
+        for st, (s1, s2) in groups:
+            if st != step:
+                continue
+            scope = "/".join(common_scope(s1 + s2))
+            n1, n2 = (sum(len(u["run"]) for u in s) for s in (s1, s2))
+            if scope and n1 and n2 and n1 != n2:
+                candidates.append(("module", step, scope, (s1, s2)))
+    found = {}  # signature -> totals, in the order first seen
+    for kind, step, scope, units in candidates:
+        runs = [start_order(units[0]), start_order(units[1])]
+        types = [[categorize(side, name) for name, _ in runs[side]] for side in (0, 1)]
+        ops = [tuple(u["name"] for u in units[0]), tuple(u["name"] for u in units[1])]
+        for r1, r2, fused, extras, fused_at in pieces(kind, types[0], types[1]):
+            ranges = (r1, r2)
+            sig = (kind, scope, ops[0], ops[1], tuple(types[0][r1[0]:r1[1]]),
+                   tuple(types[1][r2[0]:r2[1]]))
+            times = [sum(d for _, d in runs[s][ranges[s][0]:ranges[s][1]]) for s in (0, 1)]
+            entry = found.setdefault(sig, dict(instances=0, times=[0, 0], best=-1, fused=fused,
+                                               extras=extras,
+                                               fused_at=fused_at - ranges[fused][0]))
+            entry["instances"] += 1
+            entry["times"][0] += times[0]
+            entry["times"][1] += times[1]
+            if abs(times[0] - times[1]) > entry["best"]:
+                entry["best"] = abs(times[0] - times[1])
+                entry["example"] = (step, index[id(units[0][0])],
+                                    [runs[s][ranges[s][0]:ranges[s][1]] for s in (0, 1)])
+    out = []
+    for (kind, scope, ops1, ops2, types1, types2), e in found.items():
+        n = e["instances"]
+        fused = e["fused"]
+        step, idx, example = e["example"]
+        sides = []
+        for s, (ops, types) in enumerate(((ops1, types1), (ops2, types2))):
+            counts = {}
+            for t in types:
+                counts[t] = counts.get(t, 0) + n
+            sides.append({"ops": list(ops), "kernels": len(types) * n, "categories": counts,
+                          "time_us": us(e["times"][s]), "kernel_types": list(types)})
+        extras = {}
+        for t in e["extras"]:
+            extras[t] = extras.get(t, 0) + n
+        saving = e["times"][1 - fused] - e["times"][fused]
+        out.append({
+            "kind": kind, "scope": scope, "op": None if kind == "module" else ops1[0],
+            "fused_by": ("trace1", "trace2")[fused], "instances": n,
+            "trace1": sides[0], "trace2": sides[1], "extra_categories": extras,
+            "fused_kernel": family(example[fused][e["fused_at"]][0]),
+            "saving_us": us(saving),
+            "example": {"step": step, "index": idx,
+                        "trace1": [{"name": family(k), "type": categorize(0, k),
+                                    "time_us": us(d)} for k, d in example[0]],
+                        "trace2": [{"name": family(k), "type": categorize(1, k),
+                                    "time_us": us(d)} for k, d in example[1]]}})
+
+    def order(d):
+        unfused, fused = (d["trace2"], d["trace1"]) if d["fused_by"] == "trace1" else \
+            (d["trace1"], d["trace2"])
+        return (-d["saving_us"], KIND_ORDER[d["kind"]], d["scope"], d["op"] or "",
+                unfused["kernel_types"], fused["kernel_types"], unfused["ops"], fused["ops"])
+
+    out.sort(key=order)
+    return out
 
 
 def unit_json(u):

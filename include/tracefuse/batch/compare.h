@@ -18,7 +18,9 @@ namespace tracefuse {
 struct CompareOptions {
   std::string ruleset = "tracefuse";
   uint32_t min_group_size = kDefaultMinGroupSize;
-  std::string label1, label2;  // empty: the platform's name (or the reference's "Trace 1/2")
+  std::string label1, label2;       // empty: the platform's name (or the reference's "Trace 1/2")
+  bool by_op = false;               // also align the operators for their fusion differences
+  std::string csv_table = "types";  // FusionCsvTables()
 };
 
 // ComparisonLabels() names the two sides in reports: `label1` and `label2` where given, else the

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "tracefuse/analyze.h"
+#include "tracefuse/op_compare.h"
 #include "tracefuse/reduce.h"
 #include "tracefuse/report/json.h"
 #include "tracefuse/report/output_file.h"
@@ -21,8 +22,12 @@ struct CompareContext {
   PerSide<const TraceProfile*> traces{};
   PerSide<std::string> labels;  // names for the two sides in text, markdown and CSV
   uint32_t min_group_size = kDefaultMinGroupSize;
-  double read_seconds = 0;     // both traces streamed and reduced (concurrently)
-  double analyze_seconds = 0;  // the merge stage
+  // `--by-op`: the op-level comparison, whose fusion differences every format adds; null
+  // without.
+  const OpComparison* ops = nullptr;
+  std::string csv_table = "types";  // types, or fusion_differences (with `ops`)
+  double read_seconds = 0;          // both traces streamed and reduced (concurrently)
+  double analyze_seconds = 0;       // the merge stage
 };
 
 // WriteFusionJson() streams the report to `out` in the reference's schema, byte for byte as
@@ -43,7 +48,8 @@ std::string FusionJson(const FusionReport& report, const CompareContext& context
 std::string FusionText(const FusionReport& report, const CompareContext& context, bool markdown);
 
 // FusionCsv() has one row per kernel type with both sides' counts and times, their ratios and
-// the type's fusion opportunity, if any, for spreadsheets.
+// the type's fusion opportunity, if any, for spreadsheets; with `csv_table` fusion_differences,
+// one row per fusion difference instead.
 std::string FusionCsv(const FusionReport& report, const CompareContext& context);
 
 // FusionHtml() is the report as one self-contained HTML page (no script, no request): both
@@ -51,6 +57,13 @@ std::string FusionCsv(const FusionReport& report, const CompareContext& context)
 // mappings, for the top mappings one matched group of each side aligned like a diff, and each
 // category's top kernels. Every list is capped, so the page stays small for any pair.
 std::string FusionHtml(const FusionReport& report, const CompareContext& context);
+
+// FusionCsvTables() are the tables `--format csv` can write: types, fusion_differences.
+const std::vector<std::string>& FusionCsvTables();
+
+// HasCpuSide() says whether a trace recorded CPU operators (cpu_op events), which `--by-op` and
+// `ops` align.
+bool HasCpuSide(const TraceProfile& profile);
 
 // FusionFormats() are the formats of a fusion report: text, json, csv, markdown, html.
 const std::vector<std::string>& FusionFormats();

@@ -1,5 +1,5 @@
 // Stage 7, report: `tracefuse ops`, the op-level comparison of two traces for people (text,
-// markdown) and programs (JSON, CSV). The JSON schema is the README's "Which operator is
+// markdown, HTML) and programs (JSON, CSV). The JSON schema is the README's "Which operator is
 // slower?".
 #ifndef TRACEFUSE_REPORT_OPS_H_
 #define TRACEFUSE_REPORT_OPS_H_
@@ -21,7 +21,8 @@ namespace tracefuse {
 struct OpsContext {
   PerSide<const TraceProfile*> traces{};
   PerSide<std::string> labels;
-  size_t top = 20;  // rows per table in text and markdown
+  size_t top = 20;                // rows per table in text, markdown and HTML
+  std::string csv_table = "ops";  // OpsCsvTables()
   double read_seconds = 0;
   double analyze_seconds = 0;
 };
@@ -35,10 +36,23 @@ absl::Status WriteOpsJson(const OpComparison& ops, const OpsContext& context, Ou
 // found on one side only and the largest unmatched stretches. `markdown`: the same as Markdown.
 std::string OpsText(const OpComparison& ops, const OpsContext& context, bool markdown);
 
-// OpsCsv() has one row per (op, scope, matched) with both sides' instances, times and kernels.
+// OpsHtml() is the report as one self-contained page (no script, nothing fetched): the text
+// report's sections, the ops as bars on one scale, and each fusion difference's example instance
+// with both sides' kernels aligned as `compare --format html` aligns matched groups.
+std::string OpsHtml(const OpComparison& ops, const OpsContext& context);
+
+// OpsCsv() has one row per (op, scope, matched) with both sides' instances, times and kernels;
+// with `csv_table` fusion_differences, one row per fusion difference instead.
 std::string OpsCsv(const OpComparison& ops, const OpsContext& context);
 
-// OpsFormats() are text, json, csv and markdown.
+// OpsCsvTables() are the tables `--format csv` can write: ops, fusion_differences.
+const std::vector<std::string>& OpsCsvTables();
+
+// LargestUnmatchedGroups() are the first `top` unmatched stretches by both sides' kernel time
+// (stable: step order breaks ties), as the people-facing formats list them.
+std::vector<const UnmatchedGroup*> LargestUnmatchedGroups(const OpComparison& ops, size_t top);
+
+// OpsFormats() are text, json, csv, markdown and html.
 const std::vector<std::string>& OpsFormats();
 
 // WriteOpsReport() writes the report in `format` to `path` ("-": standard output) through an

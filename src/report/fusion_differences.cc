@@ -1,0 +1,247 @@
+// The fusion differences by operator in JSON, text, markdown and CSV (fusion_differences.h).
+#include "report/fusion_differences.h"
+
+#include "fmt/format.h"
+#include "report/formatting.h"
+#include "tracefuse/strings.h"
+
+namespace tracefuse {
+namespace {
+
+const char* SideKey(Side side) { return side == Side::kTrace1 ? "trace1" : "trace2"; }
+Side Unfused(const FusionDifference& d) {
+  return d.fused_by == Side::kTrace1 ? Side::kTrace2 : Side::kTrace1;
+}
+
+void CountsJson(const char* key, const std::vector<std::pair<std::string, uint64_t>>& counts,
+                PyJsonWriter* w) {
+  w->Key(key);
+  w->BeginObject();
+  for (const auto& [name, count] : counts) w->Field(name, count);
+  w->EndObject();
+}
+
+void SideJson(const FusionDifferenceSide& side, PyJsonWriter* w) {
+  w->BeginObject();
+  w->Key("ops");
+  w->BeginArray();
+  for (const std::string& op : side.ops) w->Value(op);
+  w->EndArray();
+  w->Field("kernels", side.kernels);
+  CountsJson("categories", side.categories, w);
+  w->Field("time_us", Micros(side.time_ns));
+  w->Key("kernel_types");  // one instance's kernel categories, in start order
+  w->BeginArray();
+  for (const std::string& type : side.types) w->Value(type);
+  w->EndArray();
+  w->EndObject();
+}
+
+void ExampleJson(const FusionDifference& d, PyJsonWriter* w) {
+  w->Key("example");
+  w->BeginObject();
+  w->Key("step");
+  if (d.example_step == kNoStep) {
+    w->Null();
+  } else {
+    w->Value(d.example_step);
+  }
+  w->Field("index", d.example_index);
+  for (Side side : kSides) {
+    w->Key(SideKey(side));
+    w->BeginArray();
+    for (const FusionKernel& k : d.sides[side].example) {
+      w->BeginObject();
+      w->Field("name", k.family);
+      w->Field("type", k.category);
+      w->Field("time_us", Micros(k.time_ns));
+      w->EndObject();
+    }
+    w->EndArray();
+  }
+  w->EndObject();
+}
+
+// MoreKernels() is how many more kernels the unfused side runs over the instances.
+uint64_t MoreKernels(const FusionDifference& d) {
+  return d.sides[Unfused(d)].kernels - d.sides[d.fused_by].kernels;
+}
+
+std::string Joined(const std::vector<std::string>& items, size_t shown) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < shown; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > shown) out += fmt::format(", {} more", items.size() - shown);
+  return out;
+}
+
+class Section : Page {
+ public:
+  Section(const std::vector<FusionDifference>& differences, const OpComparison* ops,
+          const PerSide<std::string>& labels, size_t top, bool markdown)
+      : Page(markdown), differences_(differences), ops_(ops), labels_(labels), top_(top) {}
+
+  std::string Render() && {
+    Heading(
+        fmt::format("Fusion differences by operator ({} in all: who runs the same work in "
+                    "fewer kernels)",
+                    differences_.size()));
+    if (differences_.empty()) {
+      Line(fmt::format("{}(none: where ops or modules match, both sides run as many kernels)",
+                       markdown_ ? "" : "  "));
+      return std::move(out_);
+    }
+    if (markdown_) {
+      Line(
+          fmt::format("| kind | op / scope | fused by | instances | {} | {} | extra kernels | "
+                      "fused kernel | saving us |",
+                      labels_[Side::kTrace1], labels_[Side::kTrace2]));
+      Line("|---|---|---|---:|---|---|---|---|---:|");
+    }
+    for (size_t i = 0; i < differences_.size() && i < top_; ++i) Difference(differences_[i]);
+    if (differences_.size() > top_) {
+      Line(fmt::format("{}{} more (--format json lists every one)", markdown_ ? "\n" : "  ",
+                       differences_.size() - top_));
+    }
+    return std::move(out_);
+  }
+
+ private:
+  std::string Where(const FusionDifference& d) const {
+    std::string what = d.kind == FusionDifferenceKind::kModule ? "" : Code(d.op);
+    if (!d.scope.empty()) what += (what.empty() ? "under " : " under ") + d.scope;
+    return what;
+  }
+  std::string Instances(const FusionDifference& d) const {
+    const uint64_t matched = MatchedInstances(d, ops_);
+    return matched > 0 ? fmt::format("{} of {}", d.instances, matched)
+                       : fmt::format("{}", d.instances);
+  }
+  std::string SideText(const FusionDifference& d, Side side) const {
+    const FusionDifferenceSide& s = d.sides[side];
+    std::string text = fmt::format("{} kernels, {} us [{}]", Thousands(s.kernels),
+                                   MicrosText(s.time_ns), Joined(s.types, 12));
+    if (d.kind == FusionDifferenceKind::kModule) {
+      text = fmt::format("{} ({} op{}): ", Joined(s.ops, 6), s.ops.size(),
+                         s.ops.size() == 1 ? "" : "s") +
+             text;
+    }
+    return text;
+  }
+  std::string Code(const std::string& s) const { return markdown_ ? "`" + s + "`" : s; }
+
+  void Difference(const FusionDifference& d) {
+    const std::string extra = CategoryList(d.extra_categories);
+    const std::string fused = d.fused_kernel.empty() ? "-" : Code(d.fused_kernel);
+    if (markdown_) {
+      Line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                       FusionDifferenceKindName(d.kind), Where(d), labels_[d.fused_by],
+                       Instances(d), SideText(d, Side::kTrace1), SideText(d, Side::kTrace2), extra,
+                       fused, fmt::format("{:+.1f}", Micros(d.saving_ns()))));
+      return;
+    }
+    Line(fmt::format("  [{}] {}, {} instances: {} fuses", FusionDifferenceKindName(d.kind),
+                     Where(d), Instances(d), labels_[d.fused_by]));
+    for (Side side : kSides) Line(fmt::format("      {}: {}", labels_[side], SideText(d, side)));
+    Line(fmt::format("      {} runs {} more kernels (unmatched: {}); {} covers them with {}; {}",
+                     labels_[Unfused(d)], Thousands(MoreKernels(d)), extra, labels_[d.fused_by],
+                     fused, SavingText(d)));
+  }
+
+  const std::vector<FusionDifference>& differences_;
+  const OpComparison* ops_;
+  const PerSide<std::string>& labels_;
+  const size_t top_;
+};
+
+std::string CategoriesCell(const std::vector<std::pair<std::string, uint64_t>>& categories) {
+  std::string cell;
+  for (const auto& [name, count] : categories) {
+    cell += StrCat(cell.empty() ? "" : "; ", name, " x", count);
+  }
+  return CsvField(cell);
+}
+
+std::string OpsCell(const std::vector<std::string>& ops) {
+  std::string cell;
+  for (const std::string& op : ops) cell += (cell.empty() ? "" : "; ") + op;
+  return CsvField(cell);
+}
+
+}  // namespace
+
+uint64_t MatchedInstances(const FusionDifference& d, const OpComparison* ops) {
+  if (ops == nullptr || d.kind != FusionDifferenceKind::kOp) return 0;
+  for (const OpRow& row : ops->ops) {
+    if (row.matched && row.op == d.op && row.scope == d.scope) return row.instances;
+  }
+  return 0;
+}
+
+std::string SavingText(const FusionDifference& d) {
+  const int64_t saving = d.saving_ns();
+  if (saving >= 0) return fmt::format("saves {} us", MicrosText(saving));
+  return fmt::format("the fused kernel is slower: {} us more", MicrosText(-saving));
+}
+
+void FusionDifferencesJson(const std::vector<FusionDifference>& differences, PyJsonWriter* w) {
+  w->Key("fusion_differences");
+  w->BeginArray();
+  for (const FusionDifference& d : differences) {
+    w->BeginObject();
+    w->Field("kind", FusionDifferenceKindName(d.kind));
+    w->Field("scope", d.scope);
+    w->Key("op");
+    if (d.kind == FusionDifferenceKind::kModule) {
+      w->Null();
+    } else {
+      w->Value(d.op);
+    }
+    w->Field("fused_by", SideKey(d.fused_by));
+    w->Field("instances", d.instances);
+    for (Side side : kSides) {
+      w->Key(SideKey(side));
+      SideJson(d.sides[side], w);
+    }
+    CountsJson("extra_categories", d.extra_categories, w);
+    w->Field("fused_kernel", d.fused_kernel);
+    w->Field("saving_us", Micros(d.saving_ns()));
+    ExampleJson(d, w);
+    w->EndObject();
+  }
+  w->EndArray();
+}
+
+std::string FusionDifferencesSection(const std::vector<FusionDifference>& differences,
+                                     const OpComparison* ops, const PerSide<std::string>& labels,
+                                     size_t top, bool markdown) {
+  return Section(differences, ops, labels, top, markdown).Render();
+}
+
+std::string FusionDifferencesCsv(const std::vector<FusionDifference>& differences) {
+  std::string out =
+      "kind,scope,op,fused_by,instances,trace1_ops,trace1_kernels,trace1_categories,"
+      "trace1_time_us,trace2_ops,trace2_kernels,trace2_categories,trace2_time_us,"
+      "extra_categories,fused_kernel,saving_us\n";
+  for (const FusionDifference& d : differences) {
+    out += StrCat(FusionDifferenceKindName(d.kind), ",", CsvField(d.scope), ",", CsvField(d.op),
+                  ",", SideKey(d.fused_by), ",", d.instances);
+    for (Side side : kSides) {
+      const FusionDifferenceSide& s = d.sides[side];
+      out += StrCat(",", OpsCell(s.ops), ",", s.kernels, ",", CategoriesCell(s.categories), ",",
+                    CsvNumber(Micros(s.time_ns)));
+    }
+    out += StrCat(",", CategoriesCell(d.extra_categories), ",", CsvField(d.fused_kernel), ",",
+                  CsvNumber(Micros(d.saving_ns())), "\n");
+  }
+  return out;
+}
+
+std::string CategoryList(const std::vector<std::pair<std::string, uint64_t>>& categories) {
+  std::string out;
+  for (const auto& [name, count] : categories) {
+    out += fmt::format("{}{} x{}", out.empty() ? "" : ", ", name, count);
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+}  // namespace tracefuse

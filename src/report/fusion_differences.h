@@ -1,0 +1,42 @@
+// Internal to the report stage: the fusion differences found by aligning operators
+// (FindFusionDifferences()), as `ops` and `compare --by-op` show them in each format.
+#ifndef TRACEFUSE_SRC_REPORT_FUSION_DIFFERENCES_H_
+#define TRACEFUSE_SRC_REPORT_FUSION_DIFFERENCES_H_
+
+#include <string>
+#include <vector>
+
+#include "report/py_json_writer.h"
+#include "tracefuse/op_compare.h"
+
+namespace tracefuse {
+
+// FusionDifferencesJson() writes the key "fusion_differences" and its array into the open
+// object (schema: docs, "Fusion differences by operator").
+void FusionDifferencesJson(const std::vector<FusionDifference>& differences, PyJsonWriter* w);
+
+// FusionDifferencesSection() is the section "Fusion differences by operator" of a text or
+// markdown report: the first `top` differences, each with who fuses what into which kernel and
+// what it saves. `ops` (may be null) gives each op's matched instances, for "x1 of 4".
+std::string FusionDifferencesSection(const std::vector<FusionDifference>& differences,
+                                     const OpComparison* ops, const PerSide<std::string>& labels,
+                                     size_t top, bool markdown);
+
+// FusionDifferencesCsv() has one row per fusion difference.
+std::string FusionDifferencesCsv(const std::vector<FusionDifference>& differences);
+
+// MatchedInstances() is how many matched pairs the op of an op-kind difference has (its
+// `instances` are those that differ), for "1 of 4"; 0 for the other kinds, which count
+// stretches, or when `ops` is null.
+uint64_t MatchedInstances(const FusionDifference& d, const OpComparison* ops);
+
+// SavingText() says what fusing saves, or that the fused kernel is slower: "saves 12.3 us", "the
+// fused kernel is slower: 4.5 us more".
+std::string SavingText(const FusionDifference& d);
+
+// CategoryList() is "Elementwise x24, Reduce x2": categories with their counts.
+std::string CategoryList(const std::vector<std::pair<std::string, uint64_t>>& categories);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_SRC_REPORT_FUSION_DIFFERENCES_H_
