@@ -296,8 +296,8 @@ class Finder {
     return it->second;
   }
 
-  // Template() aligns a distinct pair of sequences, once.
-  const std::vector<Piece>& Template(FusionDifferenceKind kind, const PerSide<uint32_t>& ids) {
+  // Template() is the index of the template of a distinct pair of sequences, aligned once.
+  uint32_t Template(FusionDifferenceKind kind, const PerSide<uint32_t>& ids) {
     const uint64_t key = (uint64_t{ids[Side::kTrace1]} << 32) | ids[Side::kTrace2];
     auto [it, added] = template_ids_[static_cast<size_t>(kind)].try_emplace(
         key, static_cast<uint32_t>(templates_.size()));
@@ -314,7 +314,7 @@ class Finder {
       }
       templates_.push_back(std::move(pieces));
     }
-    return templates_[it->second];
+    return it->second;
   }
 
   uint32_t OpId(const std::string& name) {
@@ -324,49 +324,76 @@ class Finder {
   }
 
   // SignCandidates() aligns each distinct pair of sequences once and gives each piece of each
-  // candidate (a slot) its signature.
+  // candidate (a slot) its signature. Candidates alike (the same template, scope and ops: every
+  // replay of one graph) share their pieces' signatures, found once.
   void SignCandidates() {
     StringMap<uint32_t> signature_ids;
+    StringMap<uint32_t> alike;  // a candidate's key -> where its signatures begin in `signed`
+    std::vector<uint32_t> signed_pieces;
+    std::string key;
+    PerSide<std::vector<uint32_t>> ops;
     candidate_slot_.reserve(ops_.candidates.size() + 1);
     for (const FusionCandidate& c : ops_.candidates) {
       candidate_slot_.push_back(static_cast<uint32_t>(slot_signature_.size()));
-      const std::vector<Piece>& pieces =
+      const uint32_t t =
           Template(c.kind, {{JoinedTypes(Side::kTrace1, c), JoinedTypes(Side::kTrace2, c)}});
+      const std::vector<Piece>& pieces = templates_[t];
       if (pieces.empty()) continue;
-      PerSide<std::vector<uint32_t>> ops;
+      key.clear();
+      AppendNumber(t, &key);
+      AppendNumber(c.scope, &key);
       for (Side side : kSides) {
-        const OpTree& tree = *sides_[side].tree;
-        const std::vector<uint32_t>& units = ops_.candidate_units[side];
-        for (uint32_t i = c.units_begin[side]; i < c.units_end[side]; ++i) {
-          ops[side].push_back(OpId(tree.names[tree.units[units[i]].name]));
-        }
+        CandidateOps(side, c, &ops[side]);
+        AppendNumber(static_cast<uint32_t>(ops[side].size()), &key);
+        for (uint32_t op : ops[side]) AppendNumber(op, &key);
       }
-      for (const Piece& piece : pieces) {
-        Signature sig{c.kind, c.scope, ops, piece.types, piece.fused_by, piece.extras, 0};
-        const std::string id = SignatureKey(sig);
-        auto [known, added] =
-            signature_ids.try_emplace(id, static_cast<uint32_t>(signatures_.size()));
+      auto [known, added] = alike.try_emplace(key, static_cast<uint32_t>(signed_pieces.size()));
+      for (size_t i = 0; i < pieces.size(); ++i) {
         if (added) {
-          sig.fused_kernel = piece.fused_kernel - piece.begin[piece.fused_by];
-          signatures_.push_back(std::move(sig));
+          const Piece& piece = pieces[i];
+          Signature sig{c.kind, c.scope, ops, piece.types, piece.fused_by, piece.extras, 0};
+          auto [id, new_signature] = signature_ids.try_emplace(
+              SignatureKey(sig), static_cast<uint32_t>(signatures_.size()));
+          if (new_signature) {
+            sig.fused_kernel = piece.fused_kernel - piece.begin[piece.fused_by];
+            signatures_.push_back(std::move(sig));
+          }
+          signed_pieces.push_back(id->second);
         }
-        ++signatures_[known->second].instances;
-        slot_signature_.push_back(known->second);
-        slot_piece_.push_back(&piece);
+        const uint32_t signature = signed_pieces[known->second + i];
+        ++signatures_[signature].instances;
+        slot_signature_.push_back(signature);
+        slot_piece_.push_back(&pieces[i]);
       }
     }
     candidate_slot_.push_back(static_cast<uint32_t>(slot_signature_.size()));
   }
 
+  static void AppendNumber(uint32_t n, std::string* key) {
+    key->append(reinterpret_cast<const char*>(&n), sizeof n);
+  }
+
+  // CandidateOps() are the op name ids of the candidate's units on `side`.
+  void CandidateOps(Side side, const FusionCandidate& c, std::vector<uint32_t>* ops) {
+    const OpTree& tree = *sides_[side].tree;
+    std::vector<uint32_t>& op_of_name = op_of_name_[side];
+    if (op_of_name.empty()) op_of_name.assign(tree.names.size(), kNone);
+    ops->clear();
+    const std::vector<uint32_t>& units = ops_.candidate_units[side];
+    for (uint32_t i = c.units_begin[side]; i < c.units_end[side]; ++i) {
+      const uint32_t name = tree.units[units[i]].name;
+      if (op_of_name[name] == kNone) op_of_name[name] = OpId(tree.names[name]);
+      ops->push_back(op_of_name[name]);
+    }
+  }
+
   static std::string SignatureKey(const Signature& sig) {
-    std::string key;
-    key += static_cast<char>(sig.kind);
-    auto add_number = [&key](uint32_t n) { key.append(reinterpret_cast<const char*>(&n), 4); };
-    add_number(sig.scope);
+    std::string key(1, static_cast<char>(sig.kind));
+    AppendNumber(sig.scope, &key);
     for (Side side : kSides) {
-      add_number(static_cast<uint32_t>(sig.ops[side].size()));
-      for (uint32_t op : sig.ops[side]) add_number(op);
-      add_number(sig.types[side]);
+      AppendNumber(static_cast<uint32_t>(sig.ops[side].size()), &key);
+      for (uint32_t op : sig.ops[side]) AppendNumber(op, &key);
+      AppendNumber(sig.types[side], &key);
     }
     return key;
   }
@@ -379,9 +406,16 @@ class Finder {
     s.ForEachCandidateKernel([&](uint32_t unit, uint32_t position, const KernelRecord& k) {
       const uint32_t c = s.unit_slot[unit];
       const uint32_t at = s.unit_offset[unit] + position;
-      for (uint32_t slot = candidate_slot_[c]; slot < candidate_slot_[c + 1]; ++slot) {
-        const Piece& piece = *slot_piece_[slot];
-        if (at >= piece.begin[side] && at < piece.end[side]) time[slot] += k.dur_ns;
+      // A candidate's pieces follow each other along both sequences, and two share at most the
+      // matched kernel between them: only the last two that begin at or before `at` can hold it.
+      const auto first = slot_piece_.begin() + candidate_slot_[c];
+      const auto last = slot_piece_.begin() + candidate_slot_[c + 1];
+      auto after = std::upper_bound(first, last, at, [side](uint32_t position, const Piece* p) {
+        return position < p->begin[side];
+      });
+      for (int back = 0; back < 2 && after != first; ++back) {
+        --after;
+        if (at < (*after)->end[side]) time[after - slot_piece_.begin()] += k.dur_ns;
       }
     });
   }
@@ -514,6 +548,7 @@ class Finder {
   PerSide<SideKernels> sides_;
   StringMap<uint32_t> op_ids_;
   std::vector<std::string> op_names_;
+  PerSide<std::vector<uint32_t>> op_of_name_;  // per side, an OpTree name -> its op id
   // Each distinct (kind, sequences) aligned once: per kind, (trace-1 id, trace-2 id) -> template.
   // Slots point at the templates' pieces, which stay put as `templates_` grows.
   absl::flat_hash_map<uint64_t, uint32_t> template_ids_[3];
