@@ -8,10 +8,10 @@
 //
 // Invariants, beyond what ASan and UBSan check:
 //   - every read ends with a profile or with one error line that starts with the file's name;
-//   - every way of reading gives the same answer (README: "A trace is accepted or rejected alike
-//     whatever the thread count and chunk size"): exact and speculative cuts, chunks of one event
-//     up to the whole input, blocks of 64 bytes up to 64 KiB, one and two threads; compressed
-//     input gives what its plain text gives;
+//   - every way of reading gives the same answer (docs/guide.md: "A trace is accepted or rejected
+//     alike whatever the thread count and chunk size"): exact and speculative cuts, chunks of one
+//     event up to the whole input, blocks of 64 bytes up to 64 KiB, one and two threads;
+//     compressed input gives what its plain text gives;
 //   - so does every way of reading with --lenient (PipelineOptions::salvage_truncated), which
 //     gives what the plain reading gives whenever that reads the trace.
 // An accepted trace then goes through the analyses that take hostile times and ids as they come:

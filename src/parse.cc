@@ -165,7 +165,8 @@ constexpr std::string_view kModulePrefix = "nn.Module: ";
 struct ChunkParser::Impl {
   od::parser parser;
   // capacity + SIMDJSON_PADDING bytes, left uninitialized (new char[]): pages are faulted in only
-  // as chunks fill them, which is most of a small trace's fixed cost (see README, "Small files").
+  // as chunks fill them, which is most of a small trace's fixed cost (docs/performance.md, "Small
+  // files").
   // Plain 4 KiB pages: transparent huge pages (MADV_HUGEPAGE) were measured slower here, since a
   // huge page that the hypervisor has not backed yet costs 8-10 ms to fault in on these VMs,
   // against about 1 ms for 2 MiB of 4 KiB pages.

@@ -33,9 +33,9 @@ std::vector<std::string> AllTraces() {
   return out;
 }
 
-// The split of ../shared/traces/real used to measure generalisation (README, "Taxonomy"): the
-// family rules were written from the libraries' sources and the design half; the check half was
-// measured before its misses were looked at.
+// The split of ../shared/traces/real used to measure generalisation (docs/rules.md,
+// "Generalisation, measured"): the family rules were written from the libraries' sources and the
+// design half; the check half was measured before its misses were looked at.
 const std::set<std::string> kDesignHalf = {"tl_h100_bert_small",       "tl_mi300_bert_small",
                                            "tl_h100_timesformer",      "tl_mi300_timesformer",
                                            "hta_mi250_minitoy_rocm62", "hta_nccl_data",

@@ -145,8 +145,8 @@ absl::StatusOr<ClassificationBenchmark> RunClassificationBenchmark(
     BenchmarkNames names, const std::vector<std::shared_ptr<const RuleSet>>& rule_sets,
     const ClassificationBenchmarkOptions& options);
 
-// ClassificationBenchmarkJson() is the run in the schema "tracefuse.bench.classify/1" (README,
-// "Classification benchmark"):
+// ClassificationBenchmarkJson() is the run in the schema "tracefuse.bench.classify/1"
+// (docs/reports.md, "bench classify"):
 //   {"schema", "tracefuse_version", "date", "machine": {"hostname", "cpu_model",
 //    "logical_cores"}, "inputs": [{"path", "kind", "platform", "names", "bytes"}], "names",
 //    "name_bytes", "repetitions", "min_seconds", "results": [{"rule_set", "compile_seconds",

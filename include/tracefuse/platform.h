@@ -28,8 +28,8 @@ inline constexpr int64_t kAmdWarpSize = 64;
 std::string_view PlatformName(Platform p);
 
 // DetectPlatform() decides the platform from the top-level metadata, then event evidence, then
-// kernel-name families, in that order (see README, "Platform detection"). The reference's own
-// rule comes first, so that both agree wherever it decides. `evidence_out` says which test
+// kernel-name families, in that order (see docs/guide.md, "Platform detection"). The reference's
+// own rule comes first, so that both agree wherever it decides. `evidence_out` says which test
 // decided.
 Platform DetectPlatform(const TraceMetadata& metadata, const EventEvidence& events,
                         const std::vector<std::string>& kernel_names, std::string* evidence_out);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "command.h"
+#include "git_commit.h"  // generated at every build (cmake/GitCommit.cmake)
 #include "tracefuse/interrupt.h"
 #include "tracefuse/pipeline.h"
 
@@ -36,12 +37,21 @@ std::optional<int> ParseCommandLine(CLI::App* app, int argc, char** argv) {
   return std::nullopt;
 }
 
+// VersionText() is what --version prints: the version, then what it was built from and with (a
+// bug report needs both).
+std::string VersionText() {
+  return StrCat("tracefuse ", TRACEFUSE_VERSION, "\ncommit ", TRACEFUSE_GIT_COMMIT, ", ",
+                TRACEFUSE_BUILD_TYPE, " build\nbuilt with simdjson ", TRACEFUSE_SIMDJSON_VERSION,
+                ", oneTBB ", TRACEFUSE_TBB_VERSION, ", Hyperscan ", TRACEFUSE_HYPERSCAN_VERSION,
+                ", ISA-L ", TRACEFUSE_ISAL_VERSION);
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{
       "tracefuse: stream PyTorch-profiler (Kineto) traces from AMD and NVIDIA GPUs, "
       "classify their kernels and compare how each platform fuses operations."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("tracefuse ") + TRACEFUSE_VERSION);
+  app.set_version_flag("--version", VersionText());
   app.footer(
       "Exit codes: 0 success, 1 malformed or unsupported trace, 2 usage error, 3 I/O error, "
       "143 / 130 stopped by SIGTERM / SIGINT.");

@@ -12,7 +12,7 @@
 namespace tracefuse {
 
 // FusionDifferencesJson() writes the key "fusion_differences" and its array into the open
-// object (schema: docs, "Fusion differences by operator").
+// object (schema: docs/reports.md, "Fusion differences by operator").
 void FusionDifferencesJson(const std::vector<FusionDifference>& differences, PyJsonWriter* w);
 
 // FusionDifferencesSection() is the section "Fusion differences by operator" of a text or

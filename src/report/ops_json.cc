@@ -1,4 +1,4 @@
-// `tracefuse ops --format json`: schema "tracefuse.ops/1" (README, "Which operator is slower?"),
+// `tracefuse ops --format json`: schema "tracefuse.ops/1" (docs/reports.md, "ops"),
 // streamed: a comparison of two multi-gigabyte traces has tens of thousands of rows and groups.
 #include "report/formatting.h"
 #include "report/fusion_differences.h"

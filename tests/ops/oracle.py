@@ -4,8 +4,8 @@
 Independent of the C++ streaming code: it loads each trace with json.load, links every kernel to
 the CPU operator that launched it, aligns the two traces' top-level operators step by step and
 prints the JSON document that `tracefuse ops --format json` writes (less the `tracefuse` block).
-Small traces only (it holds everything). The rules it follows are the README's "Which operator
-is slower?" section, written down here a second time on purpose.
+Small traces only (it holds everything). The rules it follows are those of docs/reports.md,
+"ops: which operator is slower?", written down here a second time on purpose.
 
 usage: oracle.py TRACE1 TRACE2 [--top N]
 """
@@ -540,7 +540,7 @@ def report(t1, t2, top=20, edit_cap=2000, categorize=None):
     return out
 
 
-# Fusion differences (README, "Fusion differences by operator"), from the same alignment.
+# Fusion differences (docs/reports.md, "Fusion differences by operator"), from the same alignment.
 KIND_ORDER = {"op": 0, "module": 1, "graph": 2}
 
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tracefuse on a real single-node Slurm cluster (tests/slurm/cluster.sh): a manifest of 6 pairs
-# submitted with scripts/slurm/submit, as a user would. The pairs: two generated ones (one
-# gzip), two real pairs from ../shared (generated ones when it is absent), a malformed trace, and
-# one whose first trace is a FIFO that never ends, so that the job's time limit stops it. Checks:
+# submitted with the scripts/slurm/submit of an install prefix (`cmake --install`), as a user
+# of a site's installation would, TRACEFUSE unset and no tracefuse on PATH. The pairs: two
+# generated ones (one gzip), two real pairs from ../shared (generated ones when it is absent), a
+# malformed trace, and one whose first trace is a FIFO that never ends, so that the job's time
+# limit stops it. Checks:
 #   - the 4 good pairs' reports equal what `tracefuse compare` writes for them, and what
 #     `tracefuse batch --all` writes (byte for byte, apart from the timing lines);
 #   - the malformed pair's status has its error line and exit code 1;
@@ -76,8 +78,14 @@ SLURM_CLUSTER_CPUS=6 slurm_test_start_cluster
 } >"$t/endless.json" &
 fifo_writer=$!
 
+# As a site deploys it: installed into a prefix, whose scripts find the tracefuse installed with
+# them (no TRACEFUSE, no PATH).
+prefix=$dir/prefix
+cmake --install "$(dirname "$tracefuse")" --prefix "$prefix" >"$dir/install.log" ||
+  { fail "cmake --install failed: $(cat "$dir/install.log")"; exit 1; }
+submit=$prefix/share/tracefuse/slurm/submit
+unset TRACEFUSE
 cd "$dir/jobs" # job logs land in the submitting directory
-export TRACEFUSE=$tracefuse
 # --time=1, the shortest limit: the batch script's TERM@60 warning comes at slurmctld's first
 # time-limit check; the other pairs take a second or two.
 ids=$("$submit" "$dir/manifest.tsv" "$dir/out" --cpus-per-task=1 --mem=1G --time=1) || exit 1

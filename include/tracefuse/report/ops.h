@@ -1,6 +1,6 @@
 // Stage 7, report: `tracefuse ops`, the op-level comparison of two traces for people (text,
-// markdown, HTML) and programs (JSON, CSV). The JSON schema is the README's "Which operator is
-// slower?".
+// markdown, HTML) and programs (JSON, CSV). The JSON schema is in docs/reports.md,
+// "ops: which operator is slower?".
 #ifndef TRACEFUSE_REPORT_OPS_H_
 #define TRACEFUSE_REPORT_OPS_H_
 
