@@ -46,7 +46,8 @@ BENCHMARK(BM_BuildOpTree)->Unit(benchmark::kMillisecond);
 
 void BM_CompareOps(benchmark::State& state) {
   const OpTree a = BuildOpTree(Profiles()[0]), b = BuildOpTree(Profiles()[1]);
-  for (auto _ : state) benchmark::DoNotOptimize(CompareOps(a, b));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(CompareOps({{&Profiles()[0], &Profiles()[1]}}, {{&a, &b}}));
   state.SetItemsProcessed(state.iterations() *
                           static_cast<int64_t>(a.units.size() + b.units.size()));
 }
@@ -56,7 +57,7 @@ BENCHMARK(BM_CompareOps)->Unit(benchmark::kMillisecond);
 // step is a candidate; its cost is three reads of each trace's kernel records.
 void BM_FindFusionDifferences(benchmark::State& state) {
   const OpTree a = BuildOpTree(Profiles()[0]), b = BuildOpTree(Profiles()[1]);
-  const OpComparison compared = CompareOps(a, b);
+  const OpComparison compared = CompareOps({{&Profiles()[0], &Profiles()[1]}}, {{&a, &b}});
   for (auto _ : state) {
     state.PauseTiming();  // it consumes the candidates: a copy of them for each run
     OpComparison ops;

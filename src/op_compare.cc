@@ -127,18 +127,35 @@ bool EditDistanceExceeds(const Sequence& a, const Sequence& b, uint32_t cap) {
 
 namespace {
 
-// SideTotals accumulates an OpSide from the units of one trace, kernels by that trace's family
-// ids, named and sorted once at the end.
+constexpr uint32_t kNone = UINT32_MAX;
+
+// FamilyTotals is kernels by family (the trace's family ids): count and time.
+using FamilyTotals = absl::flat_hash_map<uint32_t, std::pair<uint64_t, int64_t>>;
+
+// KernelsByFamily() is `totals` named and sorted: by time (descending), then family.
+std::vector<OpKernels> KernelsByFamily(const OpTree& tree, const FamilyTotals& totals) {
+  std::vector<OpKernels> kernels;
+  kernels.reserve(totals.size());
+  for (const auto& [family, counted] : totals) {
+    kernels.push_back(OpKernels{tree.families[family], counted.first, counted.second});
+  }
+  std::sort(kernels.begin(), kernels.end(), [](const OpKernels& x, const OpKernels& y) {
+    if (x.time_ns != y.time_ns) return x.time_ns > y.time_ns;
+    return x.family < y.family;
+  });
+  return kernels;
+}
+
+// SideTotals accumulates an OpSide from the units of one trace; their kernels by family come
+// from CountFamilies(), named and sorted once at the end.
 struct SideTotals {
   uint64_t instances = 0;
   int64_t time_ns = 0;
-  absl::flat_hash_map<uint32_t, std::pair<uint64_t, int64_t>> kernels;
+  FamilyTotals kernels;
 
   void Add(const OpTree& tree, size_t unit) {
     ++instances;
     time_ns += tree.units[unit].time_ns;
-    auto [begin, end] = tree.Kernels(unit);
-    for (const UnitKernels* k = begin; k != end; ++k) AddKernels(k->family, k->count, k->time_ns);
   }
   void AddKernels(uint32_t family, uint64_t count, int64_t time_ns) {
     auto& totals = kernels[family];
@@ -156,13 +173,7 @@ struct SideTotals {
     OpSide side;
     side.instances = instances;
     side.time_ns = time_ns;
-    for (const auto& [family, totals] : kernels) {
-      side.kernels.push_back(OpKernels{tree.families[family], totals.first, totals.second});
-    }
-    std::sort(side.kernels.begin(), side.kernels.end(), [](const OpKernels& x, const OpKernels& y) {
-      if (x.time_ns != y.time_ns) return x.time_ns > y.time_ns;
-      return x.family < y.family;
-    });
+    side.kernels = KernelsByFamily(tree, kernels);
     return side;
   }
 };
@@ -170,11 +181,14 @@ struct SideTotals {
 // TraceUnits is one trace's units as the comparison sees them: keys shared by both traces,
 // scope paths, and where each step's units begin.
 struct TraceUnits {
+  const TraceProfile* profile;
   const OpTree* tree;
   std::vector<uint32_t> key;                           // per unit
   std::vector<std::string> scope_path;                 // per scope
   std::vector<std::vector<std::string>> scope_parts;   // per scope, outermost first
   std::map<int64_t, std::pair<size_t, size_t>> steps;  // step key -> [begin, end) of units
+  std::vector<uint32_t> row;    // per unit: its row's key, (key << 1) | matched
+  std::vector<uint32_t> group;  // per unit: its unmatched group, or kNone
 };
 
 int64_t StepKey(int32_t step) { return step == kNoStep ? INT64_MAX : step; }
@@ -217,12 +231,7 @@ struct Partial {
 };
 
 // KernelCount() is how many kernels units[u] ran.
-uint64_t KernelCount(const OpTree& tree, size_t u) {
-  uint64_t count = 0;
-  auto [begin, end] = tree.Kernels(u);
-  for (const UnitKernels* k = begin; k != end; ++k) count += k->count;
-  return count;
-}
+uint64_t KernelCount(const OpTree& tree, size_t u) { return tree.units[u].kernels; }
 
 // DiffersInKernels() says whether two places may be a fusion difference: both ran kernels, not
 // as many.
@@ -234,8 +243,11 @@ bool DiffersInKernels(uint64_t kernels1, uint64_t kernels2) {
 // steps in parallel, merge them, then sort the tables.
 class Comparer {
  public:
-  Comparer(const OpTree& t1, const OpTree& t2, const OpCompareOptions& options)
-      : options_(options), traces_{{Prepare(t1), Prepare(t2)}} {}
+  Comparer(PerSide<const TraceProfile*> profiles, PerSide<const OpTree*> trees,
+           const OpCompareOptions& options)
+      : options_(options),
+        traces_{{Prepare(*profiles[Side::kTrace1], *trees[Side::kTrace1]),
+                 Prepare(*profiles[Side::kTrace2], *trees[Side::kTrace2])}} {}
 
   OpComparison Run() {
     std::map<int64_t, bool> step_set;
@@ -251,16 +263,33 @@ class Comparer {
       for (size_t s = b * kStepsPerBlock; s < end; ++s) AlignStep(steps[s], &blocks[b]);
     });
     Partial all;
-    for (Partial& block : blocks) Merge(std::move(block), &all);
+    size_t groups = 0;
+    for (const Partial& block : blocks) groups += block.groups.size();
+    all.groups.reserve(groups);
+    std::vector<size_t> first_group(blocks.size());
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      first_group[b] = all.groups.size();
+      Merge(std::move(blocks[b]), &all);
+    }
+    NumberGroups(steps, kStepsPerBlock, first_group);
+    std::vector<Candidate> top = std::move(all.top);
+    std::sort(top.begin(), top.end(), Before);
+    PerSide<std::vector<FamilyTotals>> instance_kernels;
+    tbb::parallel_for(size_t{0}, size_t{2}, [&](size_t s) {
+      instance_kernels[kSides[s]] = CountFamilies(kSides[s], top, &all);
+    });
     AddNoLaunchRow(&all);
-    Summarize(&all);
+    Summarize(&all, top, instance_kernels);
     return std::move(out_);
   }
 
  private:
-  TraceUnits Prepare(const OpTree& tree) {
+  TraceUnits Prepare(const TraceProfile& profile, const OpTree& tree) {
     TraceUnits t;
+    t.profile = &profile;
     t.tree = &tree;
+    t.row.assign(tree.units.size(), kNone);
+    t.group.assign(tree.units.size(), kNone);
     t.scope_parts.resize(tree.scopes.size());
     t.scope_path.resize(tree.scopes.size());
     for (size_t s = 1; s < tree.scopes.size(); ++s) {  // parents come before their children
@@ -289,6 +318,81 @@ class Comparer {
       step_range->second = u + 1;
     }
     return t;
+  }
+
+  // NumberGroups() turns each unit's group, numbered within its block of steps, into its place
+  // among all the groups: block b's groups begin at first_group[b].
+  void NumberGroups(const std::vector<int64_t>& steps, size_t steps_per_block,
+                    const std::vector<size_t>& first_group) {
+    for (TraceUnits& t : traces_) {
+      for (const auto& [step, range] : t.steps) {
+        const size_t block =
+            static_cast<size_t>(std::lower_bound(steps.begin(), steps.end(), step) -
+                                steps.begin()) /
+            steps_per_block;
+        for (size_t u = range.first; u < range.second; ++u) {
+          if (t.group[u] != kNone) t.group[u] += static_cast<uint32_t>(first_group[block]);
+        }
+      }
+    }
+  }
+
+  // CountFamilies() counts one side's kernels by family into the rows and unmatched groups of
+  // their units, and returns those of the `top` instances' units: one pass over the kernel
+  // records, in which a unit's kernels mostly come together.
+  std::vector<FamilyTotals> CountFamilies(Side side, const std::vector<Candidate>& top,
+                                          Partial* all) const {
+    const TraceUnits& t = traces_[static_cast<size_t>(side)];
+    std::vector<FamilyTotals> instances(top.size());
+    absl::flat_hash_map<uint32_t, size_t> instance_of;  // unit -> its place in `top`
+    for (size_t i = 0; i < top.size(); ++i) {
+      instance_of.try_emplace(static_cast<uint32_t>(side == Side::kTrace1 ? top[i].u1 : top[i].u2),
+                              i);
+    }
+    std::vector<FamilyTotals> groups(all->groups.size());
+    struct Counted {
+      uint32_t family;
+      uint64_t count;
+      int64_t time_ns;
+    };
+    std::vector<Counted> run;  // the current unit's kernels, by family
+    uint32_t current = kNone;
+    auto add = [](const Counted& c, FamilyTotals* totals) {
+      auto& [count, time_ns] = (*totals)[c.family];
+      count += c.count;
+      time_ns += c.time_ns;
+    };
+    auto flush = [&] {
+      if (current == kNone) return;
+      FamilyTotals& row = all->rows[all->row_ids.at(t.row[current])].sides[side].kernels;
+      auto instance = instance_of.find(current);
+      for (const Counted& c : run) {
+        add(c, &row);
+        if (t.group[current] != kNone) add(c, &groups[t.group[current]]);
+        if (instance != instance_of.end()) add(c, &instances[instance->second]);
+      }
+      run.clear();
+    };
+    t.profile->kernels.ForEach([&](const KernelRecord& k) {
+      if (k.group == kNoGroup) return;
+      const uint32_t unit = t.tree->group_unit[k.group];
+      if (unit == kNoUnit) return;
+      if (unit != current) {
+        flush();
+        current = unit;
+      }
+      const uint32_t family = t.tree->name_family[k.name];
+      auto it = std::find_if(run.begin(), run.end(),
+                             [family](const Counted& c) { return c.family == family; });
+      if (it == run.end()) it = run.insert(run.end(), Counted{family, 0, 0});
+      ++it->count;
+      it->time_ns += k.dur_ns;
+    });
+    flush();
+    for (size_t g = 0; g < groups.size(); ++g) {
+      all->groups[g].sides[side].kernels = KernelsByFamily(*t.tree, groups[g]);
+    }
+    return instances;
   }
 
   std::pair<size_t, size_t> StepRange(const TraceUnits& t, int64_t step) const {
@@ -341,6 +445,8 @@ class Comparer {
 
   RowTotals& Row(const TraceUnits& t, size_t unit, bool matched, Partial* p) const {
     const uint64_t key = (uint64_t{t.key[unit]} << 1) | (matched ? 1 : 0);
+    // Blocks hold disjoint steps, so each unit is written by one block only.
+    const_cast<TraceUnits&>(t).row[unit] = static_cast<uint32_t>(key);
     auto [it, inserted] = p->row_ids.try_emplace(key, p->rows.size());
     if (inserted) {
       const OpUnit& u = t.tree->units[unit];
@@ -355,6 +461,7 @@ class Comparer {
 
   void AddToRow(size_t u1, size_t u2, Partial* p) const {
     RowTotals& r = Row(traces_[0], u1, true, p);
+    const_cast<TraceUnits&>(traces_[1]).row[u2] = static_cast<uint32_t>(r.key);
     r.sides[Side::kTrace1].Add(*traces_[0].tree, u1);
     r.sides[Side::kTrace2].Add(*traces_[1].tree, u2);
     ++p->matched;
@@ -488,6 +595,7 @@ class Comparer {
       const TraceUnits& t = traces_[static_cast<size_t>(side)];
       SideTotals totals;
       for (size_t u : units[side]) {
+        const_cast<TraceUnits&>(t).group[u] = static_cast<uint32_t>(p->groups.size());
         kernels[side] += KernelCount(*t.tree, u);
         totals.Add(*t.tree, u);
         scopes.push_back(&t.scope_parts[t.tree->units[u].scope]);
@@ -543,7 +651,8 @@ class Comparer {
     p->rows.push_back(std::move(r));
   }
 
-  void Summarize(Partial* all) {
+  void Summarize(Partial* all, const std::vector<Candidate>& top,
+                 const PerSide<std::vector<FamilyTotals>>& instance_kernels) {
     out_.candidates = std::move(all->candidates);
     out_.candidate_units = std::move(all->candidate_units);
     out_.candidate_scopes = std::move(all->scopes);
@@ -567,9 +676,10 @@ class Comparer {
       if (a.scope != b.scope) return a.scope < b.scope;
       return a.matched < b.matched;
     });
-    std::vector<Candidate> top = std::move(all->top);
-    std::sort(top.begin(), top.end(), Before);
-    for (const Candidate& c : top) out_.top_instances.push_back(Instance(c));
+    for (size_t i = 0; i < top.size(); ++i) {
+      out_.top_instances.push_back(Instance(
+          top[i], {{&instance_kernels[Side::kTrace1][i], &instance_kernels[Side::kTrace2][i]}}));
+    }
     for (Side side : kSides) {
       const OpTree& tree = *traces_[static_cast<size_t>(side)].tree;
       OpTraceSummary& s = out_.traces[side];
@@ -584,7 +694,7 @@ class Comparer {
     }
   }
 
-  MatchedInstance Instance(const Candidate& c) const {
+  MatchedInstance Instance(const Candidate& c, PerSide<const FamilyTotals*> kernels) const {
     MatchedInstance m;
     m.step = c.step == INT64_MAX ? kNoStep : static_cast<int32_t>(c.step);
     m.index = c.index;
@@ -597,6 +707,7 @@ class Comparer {
       const size_t s = static_cast<size_t>(side);
       SideTotals totals;
       totals.Add(*traces_[s].tree, units[s]);
+      totals.kernels = *kernels[side];
       m.sides[side] = totals.ToSide(*traces_[s].tree);
       m.graph[side] = traces_[s].tree->units[units[s]].graph;
       m.units[side] = static_cast<uint32_t>(units[s]);
@@ -612,9 +723,9 @@ class Comparer {
 
 }  // namespace
 
-OpComparison CompareOps(const OpTree& trace1, const OpTree& trace2,
+OpComparison CompareOps(PerSide<const TraceProfile*> profiles, PerSide<const OpTree*> trees,
                         const OpCompareOptions& options) {
-  return Comparer(trace1, trace2, options).Run();
+  return Comparer(profiles, trees, options).Run();
 }
 
 }  // namespace tracefuse

@@ -153,15 +153,22 @@ struct Signature {
   int64_t example_delta = -1;
 };
 
-// SideKernels is one trace's view of the candidates: which candidate each unit belongs to, where
-// its kernels start in the candidate's sequence, and its interned sequence.
+// CandidateUnit is what one unit of a candidate holds.
+struct CandidateUnit {
+  uint32_t slot = kNone;   // the candidate it belongs to
+  uint32_t offset = 0;     // where its kernels begin in the candidate's sequence
+  uint32_t types = kNone;  // its interned sequence
+  uint32_t seen = 0;       // its kernels met so far in a pass
+};
+
+// SideKernels is one trace's view of the candidates: their units, kept apart from the others so
+// that memory follows the candidates, not the trace.
 struct SideKernels {
   const TraceProfile* profile = nullptr;
   const OpTree* tree = nullptr;
-  std::vector<CategoryId> category;   // per kernel name
-  std::vector<uint32_t> unit_slot;    // per unit: the candidate it belongs to, or kNone
-  std::vector<uint32_t> unit_offset;  // per unit: where its kernels begin in the candidate's
-  std::vector<uint32_t> unit_types;   // per unit: interned sequence
+  std::vector<CategoryId> category;  // per kernel name
+  std::vector<bool> in_candidate;    // per unit
+  absl::flat_hash_map<uint32_t, CandidateUnit> units;
   std::vector<Types> interned;
   absl::flat_hash_map<Types, uint32_t> intern_ids;
 
@@ -171,55 +178,55 @@ struct SideKernels {
     return it->second;
   }
 
-  // ForEachCandidateKernel() calls f(unit, position in the unit, kernel) for each kernel of a
-  // candidate unit, in start order (stable on trace order, as KernelTypesOf()).
+  // ForEachCandidateKernel() calls f(unit, its CandidateUnit, position in the unit, kernel) for
+  // each kernel of a candidate unit, in start order (stable on trace order, as KernelTypesOf()).
   template <typename F>
-  void ForEachCandidateKernel(F&& f) const {
-    std::vector<uint32_t> seen(tree->units.size(), 0);
+  void ForEachCandidateKernel(F&& f) {
+    for (auto& [unit, c] : units) c.seen = 0;
+    uint32_t last = kNone;
+    CandidateUnit* info = nullptr;  // the last unit's: a unit's kernels mostly come together
     profile->kernels.ForEachInTsOrder([&](const KernelRecord& k) {
       if (k.group == kNoGroup) return;
       const uint32_t unit = tree->group_unit[k.group];
-      if (unit == kNoUnit || unit_slot[unit] == kNone) return;
-      f(unit, seen[unit]++, k);
+      if (unit == kNoUnit || !in_candidate[unit]) return;
+      if (unit != last) {
+        last = unit;
+        info = &units.find(unit)->second;
+      }
+      f(unit, *info, info->seen++, k);
     });
   }
 
   // InternUnits() gives each candidate unit its interned sequence, holding only the sequences
   // of units whose kernels are still arriving.
   void InternUnits() {
-    std::vector<uint64_t> expected(tree->units.size(), 0);
-    for (size_t u = 0; u < tree->units.size(); ++u) {
-      if (unit_slot[u] == kNone) continue;
-      auto [begin, end] = tree->Kernels(u);
-      for (const UnitKernels* k = begin; k != end; ++k) expected[u] += k->count;
-    }
-    unit_types.assign(tree->units.size(), kNone);
     // A unit's kernels mostly arrive together: the one being filled stays out of the map.
     absl::flat_hash_map<uint32_t, Types> open;
     uint32_t filling = kNone;
     Types t;
-    ForEachCandidateKernel([&](uint32_t unit, uint32_t position, const KernelRecord& k) {
-      if (unit != filling) {
-        if (filling != kNone) open[filling] = std::move(t);
-        t.clear();
-        if (auto it = open.find(unit); it != open.end()) {
-          t = std::move(it->second);
-          open.erase(it);
-        }
-        filling = unit;
-      }
-      t += static_cast<char>(category[k.name]);
-      if (position + 1 == expected[unit]) {
-        unit_types[unit] = Intern(std::move(t));
-        t.clear();
-        filling = kNone;
-      }
-    });
+    ForEachCandidateKernel(
+        [&](uint32_t unit, CandidateUnit& info, uint32_t position, const KernelRecord& k) {
+          if (unit != filling) {
+            if (filling != kNone) open[filling] = std::move(t);
+            t.clear();
+            if (auto it = open.find(unit); it != open.end()) {
+              t = std::move(it->second);
+              open.erase(it);
+            }
+            filling = unit;
+          }
+          t += static_cast<char>(category[k.name]);
+          if (position + 1 == tree->units[unit].kernels) {
+            info.types = Intern(std::move(t));
+            t.clear();
+            filling = kNone;
+          }
+        });
     if (filling != kNone) open[filling] = std::move(t);
     // Units whose kernel count was not reached (none in a consistent trace) keep what arrived.
-    for (auto& [unit, t] : open) unit_types[unit] = Intern(std::move(t));
-    for (size_t u = 0; u < tree->units.size(); ++u) {
-      if (unit_slot[u] != kNone && unit_types[u] == kNone) unit_types[u] = Intern(Types());
+    for (auto& [unit, t] : open) units[unit].types = Intern(std::move(t));
+    for (auto& [unit, info] : units) {
+      if (info.types == kNone) info.types = Intern(Types());
     }
   }
 };
@@ -263,13 +270,13 @@ class Finder {
   void MarkCandidateUnits() {
     for (Side side : kSides) {
       SideKernels& s = sides_[side];
-      s.unit_slot.assign(s.tree->units.size(), kNone);
-      s.unit_offset.assign(s.tree->units.size(), 0);
+      s.in_candidate.assign(s.tree->units.size(), false);
       const std::vector<uint32_t>& units = ops_.candidate_units[side];
       for (uint32_t c = 0; c < ops_.candidates.size(); ++c) {
         const FusionCandidate& candidate = ops_.candidates[c];
         for (uint32_t i = candidate.units_begin[side]; i < candidate.units_end[side]; ++i) {
-          s.unit_slot[units[i]] = c;
+          s.in_candidate[units[i]] = true;
+          s.units[units[i]].slot = c;
         }
       }
     }
@@ -280,11 +287,12 @@ class Finder {
     SideKernels& s = sides_[side];
     const std::vector<uint32_t>& units = ops_.candidate_units[side];
     if (c.units_end[side] - c.units_begin[side] == 1)
-      return s.unit_types[units[c.units_begin[side]]];
+      return s.units[units[c.units_begin[side]]].types;
     Types joined;
     for (uint32_t i = c.units_begin[side]; i < c.units_end[side]; ++i) {
-      s.unit_offset[units[i]] = static_cast<uint32_t>(joined.size());
-      joined += s.interned[s.unit_types[units[i]]];
+      CandidateUnit& unit = s.units[units[i]];
+      unit.offset = static_cast<uint32_t>(joined.size());
+      joined += s.interned[unit.types];
     }
     return s.Intern(std::move(joined));
   }
@@ -400,24 +408,26 @@ class Finder {
 
   // SumTimes() adds each candidate kernel's duration to the slots whose piece holds it.
   void SumTimes(Side side) {
-    const SideKernels& s = sides_[side];
+    SideKernels& s = sides_[side];
     std::vector<int64_t>& time = slot_time_[side];
     time.assign(slot_signature_.size(), 0);
-    s.ForEachCandidateKernel([&](uint32_t unit, uint32_t position, const KernelRecord& k) {
-      const uint32_t c = s.unit_slot[unit];
-      const uint32_t at = s.unit_offset[unit] + position;
-      // A candidate's pieces follow each other along both sequences, and two share at most the
-      // matched kernel between them: only the last two that begin at or before `at` can hold it.
-      const auto first = slot_piece_.begin() + candidate_slot_[c];
-      const auto last = slot_piece_.begin() + candidate_slot_[c + 1];
-      auto after = std::upper_bound(first, last, at, [side](uint32_t position, const Piece* p) {
-        return position < p->begin[side];
-      });
-      for (int back = 0; back < 2 && after != first; ++back) {
-        --after;
-        if (at < (*after)->end[side]) time[after - slot_piece_.begin()] += k.dur_ns;
-      }
-    });
+    s.ForEachCandidateKernel(
+        [&](uint32_t, const CandidateUnit& unit, uint32_t position, const KernelRecord& k) {
+          const uint32_t c = unit.slot;
+          const uint32_t at = unit.offset + position;
+          // A candidate's pieces follow each other along both sequences, and two share at most the
+          // matched kernel between them: only the last two that begin at or before `at` can hold
+          // it.
+          const auto first = slot_piece_.begin() + candidate_slot_[c];
+          const auto last = slot_piece_.begin() + candidate_slot_[c + 1];
+          auto after = std::upper_bound(first, last, at, [side](uint32_t position, const Piece* p) {
+            return position < p->begin[side];
+          });
+          for (int back = 0; back < 2 && after != first; ++back) {
+            --after;
+            if (at < (*after)->end[side]) time[after - slot_piece_.begin()] += k.dur_ns;
+          }
+        });
   }
 
   // ChooseExamples() totals each signature's time and picks, as its example, the slot whose two
@@ -453,20 +463,19 @@ class Finder {
       head = g;
     }
     auto fetch = [&](Side side) {
-      const SideKernels& s = sides_[side];
+      SideKernels& s = sides_[side];
       out[side].resize(signatures_.size());
-      absl::flat_hash_map<uint32_t, std::string> families;  // name -> family
-      s.ForEachCandidateKernel([&](uint32_t unit, uint32_t position, const KernelRecord& k) {
-        const uint32_t at = s.unit_offset[unit] + position;
-        for (uint32_t g = first[s.unit_slot[unit]]; g != kNone; g = next[g]) {
-          const Piece& piece = *slot_piece_[signatures_[g].example_slot];
-          if (at < piece.begin[side] || at >= piece.end[side]) continue;
-          auto [family, added] = families.try_emplace(k.name);
-          if (added) family->second = KernelFamily(s.profile->names[k.name]);
-          out[side][g].push_back(
-              FusionKernel{family->second, s.profile->category_name(s.category[k.name]), k.dur_ns});
-        }
-      });
+      s.ForEachCandidateKernel(
+          [&](uint32_t, const CandidateUnit& unit, uint32_t position, const KernelRecord& k) {
+            const uint32_t at = unit.offset + position;
+            for (uint32_t g = first[unit.slot]; g != kNone; g = next[g]) {
+              const Piece& piece = *slot_piece_[signatures_[g].example_slot];
+              if (at < piece.begin[side] || at >= piece.end[side]) continue;
+              out[side][g].push_back(FusionKernel{s.tree->families[s.tree->name_family[k.name]],
+                                                  s.profile->category_name(s.category[k.name]),
+                                                  k.dur_ns});
+            }
+          });
     };
     tbb::parallel_invoke([&] { fetch(Side::kTrace1); }, [&] { fetch(Side::kTrace2); });
     return out;

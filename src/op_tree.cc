@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <numeric>
 
 #include "absl/container/flat_hash_map.h"
@@ -198,10 +199,7 @@ std::string OpTree::ScopePath(uint32_t scope) const {
   return path;
 }
 
-std::pair<const UnitKernels*, const UnitKernels*> OpTree::Kernels(size_t u) const {
-  const size_t end = u + 1 < units.size() ? units[u + 1].first_kernels : unit_kernels.size();
-  return {unit_kernels.data() + units[u].first_kernels, unit_kernels.data() + end};
-}
+static_assert(sizeof(OpUnit) == 24, "a trace holds one OpUnit per top-level op");
 
 namespace {
 
@@ -243,120 +241,143 @@ void SortRuns(std::vector<uint32_t>* v, Less less) {
   }
 }
 
-// Builder makes an OpTree in the steps of BuildOpTree(): nest the CPU side, find the units and
-// steps, then attribute the kernels.
-class Builder {
+template <typename T>
+uint64_t BytesOf(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+uint64_t BytesOf(const std::vector<std::string>& strings) {
+  uint64_t bytes = strings.capacity() * sizeof(std::string);
+  for (const std::string& s : strings) bytes += s.capacity();
+  return bytes;
+}
+
+// Frame is an open CPU event as nesting sees it: what the events and calls it encloses inherit.
+struct Frame {
+  int64_t end_ns = 0;
+  uint32_t operator_unit = kNone;    // the unit of the outermost cpu_op at or above it
+  uint32_t annotation_unit = kNone;  // the unit of the nearest annotation (not a step) above it
+  uint32_t scope = kRootScope;       // its module frames, itself included
+  bool in_step = false;              // it is a step, or a step encloses it
+};
+
+// UnitLinker is what both paths share: the units, scopes and steps found by nesting, the unit of
+// each correlation id, and, once the trace is read, the kernels' attribution and the units'
+// order.
+class UnitLinker {
  public:
-  explicit Builder(const TraceProfile& profile) : p_(profile), host_(profile.host) {
-    tree_.scopes.push_back(ScopeNode{});
-    tree_.cpu_events_without_times = host_.events_without_times;
+  UnitLinker() { tree_.scopes.push_back(ScopeNode{}); }
+
+  // Open() is the frame of `op`, named `name` (host name id op.name) on `thread`, inside
+  // `parent` (nullptr: no open event): a top-level cpu_op makes a unit, an annotation outside
+  // every cpu_op a unit kept only if a kernel comes to it, a module frame a scope, and a step no
+  // other encloses a step.
+  Frame Open(const Frame* parent, const HostOp& op, std::string_view name, uint32_t thread) {
+    Frame f;
+    if (parent != nullptr) f = *parent;
+    f.end_ns = EndOf(op);
+    const uint32_t parent_scope = parent == nullptr ? kRootScope : parent->scope;
+    switch (op.kind) {
+      case HostOpKind::kOperator:
+        if (f.operator_unit == kNone) {
+          f.operator_unit = NewUnit(NormalizedName(op.name, name), parent_scope, op.ts_ns,
+                                    op.position, thread, kReferenced);
+        }
+        break;
+      case HostOpKind::kAnnotation:
+        if (f.operator_unit == kNone) {
+          f.annotation_unit = NewUnit(NormalizedName(op.name, name), parent_scope, op.ts_ns,
+                                      op.position, thread, 0);
+        }
+        break;
+      case HostOpKind::kModule:
+        f.scope = ChildScope(f.scope, NormalizedName(op.name, name));
+        break;
+      case HostOpKind::kStep:
+        if (!f.in_step) tree_.steps.push_back(StepSpan{op.ts_ns, f.end_ns, op.position});
+        break;
+    }
+    f.in_step = f.in_step || op.kind == HostOpKind::kStep;
+    return f;
   }
 
-  OpTree Build() {
-    Nest();
-    FindSteps();
-    AddOperatorUnits();
-    AttributeKernels();
-    ReleaseNesting();
-    OrderUnits();
+  // Link() gives `call`'s correlation id, unless an earlier call carried it, the unit its
+  // kernels go to: that of the outermost cpu_op or else the nearest annotation above the call
+  // (`innermost` is the innermost open event, nullptr for none), or else a unit of its own, the
+  // launch's.
+  void Link(const Frame* innermost, const RuntimeCall& call, std::string_view name,
+            uint32_t thread) {
+    auto [index, added] =
+        correlations_.FindOrAdd(call.correlation, static_cast<uint32_t>(links_.size()));
+    if (!added) return;
+    CallLink link;
+    link.graph = IsGraphLaunch(name);
+    if (innermost != nullptr && innermost->operator_unit != kNone) {
+      link.unit = innermost->operator_unit;
+    } else if (innermost != nullptr && innermost->annotation_unit != kNone) {
+      link.unit = innermost->annotation_unit;
+    } else {
+      link.unit = NewUnit(Name(std::string(LaunchUnitName(name))),
+                          innermost == nullptr ? kRootScope : innermost->scope, call.ts_ns,
+                          call.position, thread, kLaunch);
+      link.linked = false;
+    }
+    links_.push_back(link);
+  }
+
+  CpuSideBytes Bytes() const {
+    CpuSideBytes b;
+    b.units = pending_.size() * (sizeof(PendingUnit) + sizeof(uint8_t)) + BytesOf(tree_.units);
+    b.names += BytesOf(tree_.families) + BytesOf(tree_.name_family);
+    b.correlation_index = correlations_.bytes() + BytesOf(links_);
+    b.names = BytesOf(tree_.names) + BytesOf(tree_.scopes) + BytesOf(tree_.steps) +
+              BytesOf(normalized_) + name_ids_.capacity() * (sizeof(std::string) + 8) +
+              scope_ids_.capacity() * 16;
+    return b;
+  }
+
+  // Finish() attributes `p`'s kernels to the units and orders them. `threads` names the
+  // threads (units' thread ids index it); `held` gets what the linker held at its largest.
+  OpTree Finish(const TraceProfile& p, const std::vector<std::string>& threads,
+                uint64_t events_without_times, CpuSideBytes* held) {
+    tree_.cpu_events_without_times = events_without_times;
+    *held = Bytes();
+    std::vector<GroupLink> group_link = LinkGroups(p);
+    OrderUnits(threads, &group_link);
+    held->units = std::max(held->units, BytesOf(tree_.units) + ordering_bytes_);
+    AttributeKernels(p, group_link);
     return std::move(tree_);
   }
 
  private:
-  // What nesting learns of each CPU op.
-  struct Nesting {
-    uint32_t parent = kNone;
-    uint32_t outermost_operator = kNone;  // the outermost cpu_op at or above it
-    uint32_t nearest_annotation = kNone;  // the nearest annotation (not a step) at or above it
-    uint32_t scope = kRootScope;          // its module frames, itself included
-    bool inside_step = false;             // a step encloses it
+  struct CallLink {
+    uint32_t unit = kNone;
+    bool linked = true;  // an op or annotation encloses the call
+    bool graph = false;  // the call replays a graph
+  };
+  struct GroupLink {
+    uint32_t unit = kNone;
+    bool linked = false;
   };
 
-  // Nest() gives each op its parent and each runtime call the innermost op open at its start,
-  // thread by thread: ops by start, longer and enclosing kinds first, calls after the ops that
-  // start with them.
-  void Nest() {
-    const auto& ops = host_.ops;
-    const auto& calls = host_.calls;
-    nesting_.resize(ops.size());
-    call_innermost_.assign(calls.size(), kNone);
-    std::vector<uint32_t> op_order(ops.size()), call_order(calls.size());
-    std::iota(op_order.begin(), op_order.end(), 0u);
-    std::iota(call_order.begin(), call_order.end(), 0u);
-    SortRuns(&op_order, [&](uint32_t a, uint32_t b) {
-      const HostOp &x = ops[a], &y = ops[b];
-      if (x.thread != y.thread) return x.thread < y.thread;
-      if (x.ts_ns != y.ts_ns) return x.ts_ns < y.ts_ns;
-      if (x.dur_ns != y.dur_ns) return x.dur_ns > y.dur_ns;
-      if (x.kind != y.kind) return x.kind < y.kind;
-      return x.position < y.position;
-    });
-    SortRuns(&call_order, [&](uint32_t a, uint32_t b) {
-      const RuntimeCall &x = calls[a], &y = calls[b];
-      if (x.thread != y.thread) return x.thread < y.thread;
-      if (x.ts_ns != y.ts_ns) return x.ts_ns < y.ts_ns;
-      return x.position < y.position;
-    });
-    std::vector<uint32_t> stack;
-    uint32_t thread = kNone;
-    size_t c = 0;
-    auto enter_thread = [&](uint32_t t) {
-      if (t != thread) stack.clear();
-      thread = t;
-    };
-    auto close_before = [&](int64_t ts) {
-      while (!stack.empty() && EndOf(ops[stack.back()]) <= ts) {
-        stack.pop_back();
-      }
-    };
-    auto place_calls_before = [&](uint32_t t, int64_t ts, bool inclusive) {
-      for (; c < call_order.size(); ++c) {
-        const RuntimeCall& call = calls[call_order[c]];
-        if (call.thread > t ||
-            (call.thread == t && (inclusive ? call.ts_ns > ts : call.ts_ns >= ts))) {
-          break;
-        }
-        enter_thread(call.thread);
-        close_before(call.ts_ns);
-        call_innermost_[call_order[c]] = stack.empty() ? kNone : stack.back();
-      }
-    };
-    for (uint32_t i : op_order) {
-      place_calls_before(ops[i].thread, ops[i].ts_ns, false);
-      enter_thread(ops[i].thread);
-      close_before(ops[i].ts_ns);
-      Enter(i, stack.empty() ? kNone : stack.back());
-      stack.push_back(i);
-    }
-    place_calls_before(UINT32_MAX, INT64_MAX, true);
+  // PendingUnit is a unit while the trace is read: what ordering it needs. Units are laid out
+  // as OpUnits once the trace is read, in their order.
+  struct PendingUnit {
+    int64_t ts_ns;
+    uint32_t name, scope, position, thread;
+  };
+  static constexpr uint8_t kReferenced = 1;  // kept: a cpu_op's, or one a kernel came to
+  static constexpr uint8_t kLaunch = 2;      // OpUnit::is_launch
+  static constexpr uint8_t kGraph = 4;       // OpUnit::graph
+
+  uint32_t NewUnit(uint32_t name, uint32_t scope, int64_t ts_ns, uint32_t position, uint32_t thread,
+                   uint8_t flags) {
+    pending_.push_back(PendingUnit{ts_ns, name, scope, position, thread});
+    unit_flags_.push_back(flags);
+    return static_cast<uint32_t>(pending_.size() - 1);
   }
 
-  void Enter(uint32_t i, uint32_t parent) {
-    const HostOp& op = host_.ops[i];
-    Nesting n;
-    if (parent != kNone) {
-      n = nesting_[parent];
-      n.inside_step = n.inside_step || host_.ops[parent].kind == HostOpKind::kStep;
-    }
-    n.parent = parent;
-    switch (op.kind) {
-      case HostOpKind::kOperator:
-        if (n.outermost_operator == kNone) n.outermost_operator = i;
-        break;
-      case HostOpKind::kAnnotation:
-        n.nearest_annotation = i;
-        break;
-      case HostOpKind::kModule:
-        n.scope = ChildScope(n.scope, op.name);
-        break;
-      case HostOpKind::kStep:
-        break;
-    }
-    nesting_[i] = n;
-  }
-
-  uint32_t ChildScope(uint32_t parent, uint32_t module) {
-    const uint32_t name = NormalizedName(module);
+  uint32_t ChildScope(uint32_t parent, uint32_t name) {
     auto [it, inserted] = scope_ids_.try_emplace((uint64_t{parent} << 32) | name,
                                                  static_cast<uint32_t>(tree_.scopes.size()));
     if (inserted) tree_.scopes.push_back(ScopeNode{parent, name, tree_.scopes[parent].depth + 1});
@@ -364,10 +385,10 @@ class Builder {
   }
 
   // NormalizedName() is the tree's name of a host name, normalised once per distinct name.
-  uint32_t NormalizedName(uint32_t host_name) {
-    if (normalized_.empty()) normalized_.assign(host_.names.size(), kNone);
+  uint32_t NormalizedName(uint32_t host_name, std::string_view name) {
+    if (host_name >= normalized_.size()) normalized_.resize(host_name + 1, kNone);
     uint32_t& id = normalized_[host_name];
-    if (id == kNone) id = Name(NormalizeOpName(host_.names[host_name]));
+    if (id == kNone) id = Name(NormalizeOpName(name));
     return id;
   }
 
@@ -377,13 +398,23 @@ class Builder {
     return it->second;
   }
 
-  // FindSteps() keeps the step annotations no other step encloses, by start.
-  void FindSteps() {
-    for (uint32_t i = 0; i < host_.ops.size(); ++i) {
-      const HostOp& op = host_.ops[i];
-      if (op.kind != HostOpKind::kStep || nesting_[i].inside_step) continue;
-      tree_.steps.push_back(StepSpan{op.ts_ns, EndOf(op), op.position});
+  // LinkGroups() finds each correlation group's unit and lets the correlation index go.
+  std::vector<GroupLink> LinkGroups(const TraceProfile& p) {
+    std::vector<GroupLink> group_link(p.group_correlation.size());
+    for (size_t g = 0; g < group_link.size(); ++g) {
+      const std::optional<uint32_t> call = correlations_.Find(p.group_correlation[g]);
+      if (!call) continue;
+      const CallLink& link = links_[*call];
+      group_link[g] = GroupLink{link.unit, link.linked};
+      unit_flags_[link.unit] |= kReferenced | (link.graph ? kGraph : 0);
     }
+    correlations_.Clear();
+    links_ = std::vector<CallLink>();
+    return group_link;
+  }
+
+  // SortSteps() orders the steps by start, for StepOf().
+  void SortSteps() {
     std::sort(tree_.steps.begin(), tree_.steps.end(), [](const StepSpan& a, const StepSpan& b) {
       if (a.ts_ns != b.ts_ns) return a.ts_ns < b.ts_ns;
       if (a.end_ns != b.end_ns) return a.end_ns < b.end_ns;
@@ -416,191 +447,40 @@ class Builder {
     return kNoStep;
   }
 
-  // AddOperatorUnits() makes a unit of every top-level cpu_op, whether it launched or not: the
-  // op sequences are what the comparison aligns.
-  void AddOperatorUnits() {
-    op_unit_.assign(host_.ops.size(), kNone);
-    // Room for every unit there can be, so that growing never copies (reserved pages that are
-    // never written cost nothing).
-    size_t operators = 0;
-    for (uint32_t i = 0; i < host_.ops.size(); ++i)
-      operators += nesting_[i].outermost_operator == i;
-    tree_.units.reserve(operators + host_.calls.size());
-    unit_thread_.reserve(operators + host_.calls.size());
-    for (uint32_t i = 0; i < host_.ops.size(); ++i) {
-      if (nesting_[i].outermost_operator == i) OpUnitOf(i);
-    }
-  }
-
-  uint32_t OpUnitOf(uint32_t i) {
-    if (op_unit_[i] != kNone) return op_unit_[i];
-    const HostOp& op = host_.ops[i];
-    OpUnit u;
-    u.name = NormalizedName(op.name);
-    u.scope = ScopeAbove(i);
-    u.ts_ns = op.ts_ns;
-    u.position = op.position;
-    op_unit_[i] = NewUnit(u, op.thread);
-    return op_unit_[i];
-  }
-
-  uint32_t ScopeAbove(uint32_t i) const {
-    const uint32_t parent = nesting_[i].parent;
-    return parent == kNone ? kRootScope : nesting_[parent].scope;
-  }
-
-  uint32_t NewUnit(OpUnit u, uint32_t thread) {
-    u.step = StepOf(u.ts_ns);
-    tree_.units.push_back(u);
-    unit_thread_.push_back(thread);
-    return static_cast<uint32_t>(tree_.units.size() - 1);
-  }
-
-  // UnitOfCall() is the unit a runtime call's kernels go to (creating it on first use), and
-  // whether an op or annotation encloses the call.
-  std::pair<uint32_t, bool> UnitOfCall(uint32_t c) {
-    const uint32_t innermost = call_innermost_[c];
-    if (innermost != kNone) {
-      const Nesting& n = nesting_[innermost];
-      if (n.outermost_operator != kNone) return {OpUnitOf(n.outermost_operator), true};
-      if (n.nearest_annotation != kNone) return {OpUnitOf(n.nearest_annotation), true};
-    }
-    auto [it, inserted] = launch_unit_.try_emplace(c, 0);
-    if (inserted) {
-      const RuntimeCall& call = host_.calls[c];
-      OpUnit u;
-      u.name = Name(std::string(LaunchUnitName(host_.names[call.name])));
-      u.scope = innermost == kNone ? kRootScope : nesting_[innermost].scope;
-      u.ts_ns = call.ts_ns;
-      u.position = call.position;
-      u.is_launch = true;
-      it->second = NewUnit(u, call.thread);
-    }
-    return {it->second, false};
-  }
-
-  // ReleaseNesting() frees what only linking needed, for OrderUnits() to reuse.
-  void ReleaseNesting() {
-    nesting_ = std::vector<Nesting>();
-    call_innermost_ = std::vector<uint32_t>();
-    op_unit_ = std::vector<uint32_t>();
-    launch_unit_ = absl::flat_hash_map<uint32_t, uint32_t>();
-  }
-
-  // AttributeKernels() adds each kernel to its launch's unit: correlation groups to runtime
-  // calls (the first call that carries the id), then one pass over the kernel records.
-  void AttributeKernels() {
-    absl::flat_hash_map<int64_t, uint32_t> call_of;
-    call_of.reserve(host_.calls.size());
-    for (uint32_t c = 0; c < host_.calls.size(); ++c) {
-      call_of.try_emplace(host_.calls[c].correlation, c);
-    }
-    struct Link {
-      uint32_t unit = kNone;
-      bool linked = false;
-    };
-    std::vector<Link> group_link(p_.group_correlation.size());
-    tree_.group_unit.assign(group_link.size(), kNoUnit);
-    for (size_t g = 0; g < group_link.size(); ++g) {
-      auto it = call_of.find(p_.group_correlation[g]);
-      if (it == call_of.end()) continue;
-      auto [unit, linked] = UnitOfCall(it->second);
-      group_link[g] = Link{unit, linked};
-      tree_.group_unit[g] = unit;
-      if (IsGraphLaunch(host_.names[host_.calls[it->second].name])) tree_.units[unit].graph = true;
-    }
-    std::vector<uint32_t> family_of_name(p_.names.size());
-    for (size_t n = 0; n < p_.names.size(); ++n) family_of_name[n] = Family(p_.names[n]);
-    unit_families_.Reset(tree_.units.size(), p_.group_correlation.size());
-    FamilyTotals no_launch;
-    no_launch.Reset(1);
-    p_.kernels.ForEach([&](const KernelRecord& k) {
+  // AttributeKernels() adds each kernel to its correlation group's unit, in one pass over the
+  // kernel records. Which families a unit ran is not kept: the comparison counts them by row, in
+  // a pass of its own (CompareOps()).
+  void AttributeKernels(const TraceProfile& p, const std::vector<GroupLink>& group_link) {
+    tree_.group_unit.resize(group_link.size());
+    for (size_t g = 0; g < group_link.size(); ++g) tree_.group_unit[g] = group_link[g].unit;
+    tree_.name_family.resize(p.names.size());
+    for (size_t n = 0; n < p.names.size(); ++n) tree_.name_family[n] = Family(p.names[n]);
+    absl::flat_hash_map<uint32_t, std::pair<uint64_t, int64_t>> no_launch;  // family -> totals
+    p.kernels.ForEach([&](const KernelRecord& k) {
       ++tree_.kernels;
       tree_.kernel_time_ns += k.dur_ns;
-      const uint32_t family = family_of_name[k.name];
-      const Link link = k.group == kNoGroup ? Link{} : group_link[k.group];
+      const GroupLink link = k.group == kNoGroup ? GroupLink{} : group_link[k.group];
       if (link.unit == kNone) {
         tree_.no_launch_ns += k.dur_ns;
-        no_launch.Add(0, family, k.dur_ns);
+        auto& [count, time_ns] = no_launch[tree_.name_family[k.name]];
+        ++count;
+        time_ns += k.dur_ns;
         return;
       }
       (link.linked ? tree_.linked_ns : tree_.launch_only_ns) += k.dur_ns;
       OpUnit& unit = tree_.units[link.unit];
       unit.time_ns += k.dur_ns;
       ++unit.kernels;
-      unit_families_.Add(link.unit, family, k.dur_ns);
     });
-    RankFamilies();
-    for (const FamilyTotals::Entry& e : no_launch.entries()) {
-      tree_.no_launch_kernels.push_back(UnitKernels{e.family, e.count, e.time_ns});
+    for (const auto& [family, totals] : no_launch) {
+      tree_.no_launch_kernels.push_back(UnitKernels{family, totals.first, totals.second});
     }
-    SortByTime(tree_.no_launch_kernels.begin(), tree_.no_launch_kernels.end());
+    std::sort(tree_.no_launch_kernels.begin(), tree_.no_launch_kernels.end(),
+              [&](const UnitKernels& a, const UnitKernels& b) {
+                if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
+                return tree_.families[a.family] < tree_.families[b.family];
+              });
   }
-
-  // FamilyTotals counts kernels per (unit, family): a list per unit through one array, as a unit
-  // runs few families (a hash map per kernel would cost more than the rest of the pass), with a
-  // hash index for the rare unit that runs many.
-  class FamilyTotals {
-   public:
-    struct Entry {
-      uint32_t unit, family, next;
-      uint32_t count;  // a unit's kernels of one family: far fewer than 2^32
-      int64_t time_ns;
-    };
-    // Reset() makes room for `units`, and for `expected` entries so that growing never copies.
-    void Reset(size_t units, size_t expected = 0) {
-      head_.assign(units, kNone);
-      length_.assign(units, 0);
-      entries_.reserve(expected);
-    }
-    void Add(uint32_t unit, uint32_t family, int64_t dur_ns) {
-      Entry* e = Find(unit, family);
-      if (e == nullptr) {
-        entries_.push_back(Entry{unit, family, head_[unit], 0, 0});
-        head_[unit] = static_cast<uint32_t>(entries_.size() - 1);
-        if (++length_[unit] > kListLength) Index(unit);
-        e = &entries_.back();
-      }
-      ++e->count;
-      e->time_ns += dur_ns;
-    }
-    const std::vector<Entry>& entries() const { return entries_; }
-
-   private:
-    static constexpr uint32_t kListLength = 16;
-    Entry* Find(uint32_t unit, uint32_t family) {
-      const uint64_t key = (uint64_t{unit} << 32) | family;
-      if (length_[unit] > kListLength) {
-        auto it = index_.find(key);
-        return it == index_.end() ? nullptr : &entries_[it->second];
-      }
-      // A graph replay cycles through its layer's families: remember where each one was.
-      const size_t slot = (key * 0x9E3779B97F4A7C15ULL) >> (64 - kRecentBits);
-      if (recent_key_[slot] == key) return &entries_[recent_entry_[slot]];
-      for (uint32_t e = head_[unit]; e != kNone; e = entries_[e].next) {
-        if (entries_[e].family == family) {
-          recent_key_[slot] = key;
-          recent_entry_[slot] = e;
-          return &entries_[e];
-        }
-      }
-      return nullptr;
-    }
-    // Index() indexes the unit's newest entry, or its whole list when it has just outgrown it.
-    void Index(uint32_t unit) {
-      const bool whole = length_[unit] == kListLength + 1;
-      for (uint32_t e = head_[unit]; e != kNone; e = whole ? entries_[e].next : kNone) {
-        index_[(uint64_t{unit} << 32) | entries_[e].family] = e;
-      }
-    }
-    static constexpr int kRecentBits = 12;
-    std::vector<Entry> entries_;
-    std::vector<uint32_t> head_;
-    std::vector<uint32_t> length_;
-    absl::flat_hash_map<uint64_t, uint32_t> index_;
-    std::vector<uint64_t> recent_key_ = std::vector<uint64_t>(size_t{1} << kRecentBits, UINT64_MAX);
-    std::vector<uint32_t> recent_entry_ = std::vector<uint32_t>(size_t{1} << kRecentBits, 0);
-  };
 
   uint32_t Family(const std::string& name) {
     std::string family = KernelFamily(name);
@@ -610,117 +490,336 @@ class Builder {
     return it->second;
   }
 
-  // RankFamilies() numbers the families in name order, the tie-break of the kernel lists.
-  void RankFamilies() {
-    std::vector<uint32_t> order(tree_.families.size());
-    std::iota(order.begin(), order.end(), 0u);
-    std::sort(order.begin(), order.end(),
-              [&](uint32_t a, uint32_t b) { return tree_.families[a] < tree_.families[b]; });
-    family_rank_.resize(order.size());
-    for (uint32_t r = 0; r < order.size(); ++r) family_rank_[order[r]] = r;
-  }
-
-  template <typename It>
-  void SortByTime(It begin, It end) const {
-    std::sort(begin, end, [&](const UnitKernels& a, const UnitKernels& b) {
-      if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
-      return family_rank_[a.family] < family_rank_[b.family];
-    });
-  }
-
-  // OrderUnits() ranks threads by their first unit's start, orders the units by step, thread
-  // rank, start and position, and lays out each unit's kernel families in that order.
-  void OrderUnits() {
-    std::vector<OpUnit>& units = tree_.units;
-    RankThreads();
-    std::vector<uint32_t> order(units.size());
-    std::iota(order.begin(), order.end(), 0u);
-    auto step_key = [](int32_t step) { return static_cast<uint32_t>(step); };  // kNoStep last
+  // OrderUnits() keeps the units that are a cpu_op's or that a kernel came to, and lays them
+  // out as OpUnits by step, thread rank, start and position; `group_link` follows them.
+  void OrderUnits(const std::vector<std::string>& threads, std::vector<GroupLink>* group_link) {
+    SortSteps();
+    std::vector<int32_t> step(pending_.size(), kNoStep);
+    std::vector<uint32_t> order;
+    for (uint32_t u = 0; u < pending_.size(); ++u) {
+      if ((unit_flags_[u] & kReferenced) == 0) continue;
+      step[u] = StepOf(pending_[u].ts_ns);
+      order.push_back(u);
+    }
+    const std::vector<uint32_t> rank = RankThreads(threads, order);
+    auto step_key = [&](uint32_t u) { return static_cast<uint32_t>(step[u]); };  // kNoStep last
     SortRuns(&order, [&](uint32_t a, uint32_t b) {
-      const OpUnit &x = units[a], &y = units[b];
-      if (x.step != y.step) return step_key(x.step) < step_key(y.step);
-      if (x.thread_rank != y.thread_rank) return x.thread_rank < y.thread_rank;
+      const PendingUnit &x = pending_[a], &y = pending_[b];
+      if (step[a] != step[b]) return step_key(a) < step_key(b);
+      if (rank[x.thread] != rank[y.thread]) return rank[x.thread] < rank[y.thread];
       if (x.ts_ns != y.ts_ns) return x.ts_ns < y.ts_ns;
       return x.position < y.position;
     });
-    std::vector<uint32_t> new_index(units.size());
-    for (uint32_t i = 0; i < order.size(); ++i) new_index[order[i]] = i;
-    // Counting sort of the (unit, family) totals by the units' new order.
-    std::vector<uint32_t> first(units.size() + 1, 0);
-    for (const FamilyTotals::Entry& e : unit_families_.entries()) ++first[new_index[e.unit] + 1];
-    for (size_t u = 0; u < units.size(); ++u) first[u + 1] += first[u];
-    tree_.unit_kernels.resize(unit_families_.entries().size());
-    std::vector<uint32_t> fill(first.begin(), first.end() - 1);
-    for (const FamilyTotals::Entry& e : unit_families_.entries()) {
-      tree_.unit_kernels[fill[new_index[e.unit]]++] = UnitKernels{e.family, e.count, e.time_ns};
+    std::vector<uint32_t> new_index(pending_.size(), kNone);
+    tree_.units.resize(order.size());
+    for (uint32_t i = 0; i < order.size(); ++i) {
+      const uint32_t u = order[i];
+      new_index[u] = i;
+      OpUnit& unit = tree_.units[i];
+      unit.name = pending_[u].name;
+      unit.scope = pending_[u].scope;
+      unit.step = step[u];
+      unit.is_launch = (unit_flags_[u] & kLaunch) != 0;
+      unit.graph = (unit_flags_[u] & kGraph) != 0;
     }
-    unit_families_ = FamilyTotals();
-    for (uint32_t& unit : tree_.group_unit) {
-      if (unit != kNoUnit) unit = new_index[unit];
-    }
-    PermuteInPlace(order, &units);
-    for (size_t u = 0; u < units.size(); ++u) {
-      units[u].first_kernels = first[u];
-      SortByTime(tree_.unit_kernels.begin() + first[u], tree_.unit_kernels.begin() + first[u + 1]);
-    }
-  }
-
-  // PermuteInPlace() makes (*v)[i] the element that was at order[i], cycle by cycle, without a
-  // second copy of the units.
-  static void PermuteInPlace(std::vector<uint32_t> order, std::vector<OpUnit>* v) {
-    for (size_t start = 0; start < order.size(); ++start) {
-      if (order[start] == start) continue;
-      OpUnit held = (*v)[start];
-      size_t at = start;
-      while (order[at] != start) {
-        const size_t from = order[at];
-        (*v)[at] = (*v)[from];
-        order[at] = static_cast<uint32_t>(at);
-        at = from;
-      }
-      (*v)[at] = held;
-      order[at] = static_cast<uint32_t>(at);
+    ordering_bytes_ = pending_.size() * (sizeof(PendingUnit) + sizeof(uint8_t)) + BytesOf(step) +
+                      BytesOf(order) + BytesOf(new_index);
+    pending_ = std::deque<PendingUnit>();
+    unit_flags_ = std::deque<uint8_t>();
+    latest_end_ = std::vector<int64_t>();
+    for (GroupLink& link : *group_link) {
+      if (link.unit != kNone) link.unit = new_index[link.unit];
     }
   }
 
-  void RankThreads() {
-    std::vector<OpUnit>& units = tree_.units;
-    std::vector<int64_t> first(host_.threads.size(), INT64_MAX);
-    for (size_t u = 0; u < units.size(); ++u) {
-      first[unit_thread_[u]] = std::min(first[unit_thread_[u]], units[u].ts_ns);
+  // RankThreads() ranks the threads of `units` by their first unit's start, then by name.
+  std::vector<uint32_t> RankThreads(const std::vector<std::string>& names,
+                                    const std::vector<uint32_t>& units) const {
+    std::vector<int64_t> first(names.size(), INT64_MAX);
+    for (uint32_t u : units) {
+      first[pending_[u].thread] = std::min(first[pending_[u].thread], pending_[u].ts_ns);
     }
-    std::vector<uint32_t> threads(host_.threads.size());
+    std::vector<uint32_t> threads(names.size());
     std::iota(threads.begin(), threads.end(), 0u);
     std::sort(threads.begin(), threads.end(), [&](uint32_t a, uint32_t b) {
       if (first[a] != first[b]) return first[a] < first[b];
-      return host_.threads[a] < host_.threads[b];
+      return names[a] < names[b];
     });
     std::vector<uint32_t> rank(threads.size());
     for (uint32_t r = 0; r < threads.size(); ++r) rank[threads[r]] = r;
-    for (size_t u = 0; u < units.size(); ++u) units[u].thread_rank = rank[unit_thread_[u]];
+    return rank;
   }
 
-  const TraceProfile& p_;
-  const TraceHost& host_;
   OpTree tree_;
-  std::vector<Nesting> nesting_;
-  std::vector<uint32_t> call_innermost_;
+  std::deque<PendingUnit> pending_;  // grows without copying
+  std::deque<uint8_t> unit_flags_;   // per pending unit
+  uint64_t ordering_bytes_ = 0;      // what OrderUnits() held beside the OpUnits
+  GroupIndex correlations_;          // correlation id -> its entry of links_
+  std::vector<CallLink> links_;
   std::vector<int64_t> latest_end_;  // per step: the latest end among it and those before
   size_t steps_begun_ = 0;           // StepOf()'s last count of steps begun
-  std::vector<uint32_t> op_unit_;
-  std::vector<uint32_t> unit_thread_;
-  absl::flat_hash_map<uint32_t, uint32_t> launch_unit_;  // runtime call -> unit
-  FamilyTotals unit_families_;
-  std::vector<uint32_t> family_rank_;
   absl::flat_hash_map<uint64_t, uint32_t> scope_ids_;  // (parent, name) -> scope
   StringMap<uint32_t> name_ids_;
   std::vector<uint32_t> normalized_;  // per host name: NormalizedName()
   StringMap<uint32_t> family_ids_;
 };
 
+// NestAnyOrder() nests a collected CPU side into `linker`, thread by thread: ops by start,
+// longer and enclosing kinds first, calls after the ops that start with them; then links the
+// calls in trace order.
+void NestAnyOrder(const TraceHost& host, UnitLinker* linker, CpuSideBytes* bytes) {
+  const auto& ops = host.ops;
+  const auto& calls = host.calls;
+  std::vector<Frame> frames(ops.size());
+  std::vector<uint32_t> call_innermost(calls.size(), kNone);
+  std::vector<uint32_t> op_order(ops.size()), call_order(calls.size());
+  std::iota(op_order.begin(), op_order.end(), 0u);
+  std::iota(call_order.begin(), call_order.end(), 0u);
+  SortRuns(&op_order, [&](uint32_t a, uint32_t b) {
+    const HostOp &x = ops[a], &y = ops[b];
+    if (x.thread != y.thread) return x.thread < y.thread;
+    if (x.ts_ns != y.ts_ns) return x.ts_ns < y.ts_ns;
+    if (x.dur_ns != y.dur_ns) return x.dur_ns > y.dur_ns;
+    if (x.kind != y.kind) return x.kind < y.kind;
+    return x.position < y.position;
+  });
+  SortRuns(&call_order, [&](uint32_t a, uint32_t b) {
+    const RuntimeCall &x = calls[a], &y = calls[b];
+    if (x.thread != y.thread) return x.thread < y.thread;
+    if (x.ts_ns != y.ts_ns) return x.ts_ns < y.ts_ns;
+    return x.position < y.position;
+  });
+  std::vector<uint32_t> stack;
+  uint32_t thread = kNone;
+  size_t c = 0;
+  auto enter_thread = [&](uint32_t t) {
+    if (t != thread) stack.clear();
+    thread = t;
+  };
+  auto close_before = [&](int64_t ts) {
+    while (!stack.empty() && frames[stack.back()].end_ns <= ts) stack.pop_back();
+  };
+  auto place_calls_before = [&](uint32_t t, int64_t ts, bool inclusive) {
+    for (; c < call_order.size(); ++c) {
+      const RuntimeCall& call = calls[call_order[c]];
+      if (call.thread > t ||
+          (call.thread == t && (inclusive ? call.ts_ns > ts : call.ts_ns >= ts))) {
+        break;
+      }
+      enter_thread(call.thread);
+      close_before(call.ts_ns);
+      call_innermost[call_order[c]] = stack.empty() ? kNone : stack.back();
+    }
+  };
+  for (uint32_t i : op_order) {
+    place_calls_before(ops[i].thread, ops[i].ts_ns, false);
+    enter_thread(ops[i].thread);
+    close_before(ops[i].ts_ns);
+    const Frame* parent = stack.empty() ? nullptr : &frames[stack.back()];
+    frames[i] = linker->Open(parent, ops[i], host.names[ops[i].name], ops[i].thread);
+    stack.push_back(i);
+  }
+  place_calls_before(UINT32_MAX, INT64_MAX, true);
+  for (uint32_t k = 0; k < calls.size(); ++k) {
+    const uint32_t innermost = call_innermost[k];
+    linker->Link(innermost == kNone ? nullptr : &frames[innermost], calls[k],
+                 host.names[calls[k].name], calls[k].thread);
+  }
+  bytes->nesting =
+      BytesOf(frames) + BytesOf(call_innermost) + BytesOf(op_order) + BytesOf(call_order);
+  bytes->collected_events = host.CollectedBytes();
+}
+
+OpTree BuildAnyOrder(const TraceProfile& profile, CpuSideBytes* held) {
+  UnitLinker linker;
+  CpuSideBytes nesting;
+  NestAnyOrder(profile.host, &linker, &nesting);
+  OpTree tree =
+      linker.Finish(profile, profile.host.threads, profile.host.events_without_times, held);
+  held->nesting = nesting.nesting;
+  held->collected_events = nesting.collected_events;
+  return tree;
+}
+
+const char* KindName(HostOpKind kind) {
+  switch (kind) {
+    case HostOpKind::kStep:
+      return "step";
+    case HostOpKind::kAnnotation:
+      return "annotation";
+    case HostOpKind::kModule:
+      return "module frame";
+    case HostOpKind::kOperator:
+      return "cpu_op";
+  }
+  return "event";
+}
+
 }  // namespace
 
-OpTree BuildOpTree(const TraceProfile& profile) { return Builder(profile).Build(); }
+// The stream's state: the linker, the trace's host names and threads, and per thread its open
+// events and the last op and call seen, against which the next one's order is checked.
+struct CpuSideStream::Impl {
+  struct Thread {
+    std::vector<Frame> open;
+    bool any_op = false, any_call = false;
+    int64_t op_ts = 0, op_dur = 0, call_ts = 0;
+    HostOpKind op_kind = HostOpKind::kStep;
+
+    void CloseBefore(int64_t ts) {
+      while (!open.empty() && open.back().end_ns <= ts) open.pop_back();
+    }
+    const Frame* innermost() const { return open.empty() ? nullptr : &open.back(); }
+    // OpInOrder() says whether `op` comes after every event seen on the thread in nesting order:
+    // by start, longer first, enclosing kinds first, and after every call that starts before it.
+    bool OpInOrder(const HostOp& op) const {
+      if (any_call && op.ts_ns <= call_ts) return false;
+      if (!any_op || op.ts_ns > op_ts) return true;
+      if (op.ts_ns < op_ts) return false;
+      if (op.dur_ns != op_dur) return op.dur_ns < op_dur;
+      return op.kind >= op_kind;
+    }
+    bool CallInOrder(const RuntimeCall& call) const {
+      return (!any_call || call.ts_ns >= call_ts) && (!any_op || call.ts_ns >= op_ts);
+    }
+  };
+
+  UnitLinker linker;
+  StringMap<uint32_t> name_ids;
+  std::vector<std::string> names;
+  StringMap<uint32_t> thread_ids;
+  std::vector<std::string> threads;
+  std::vector<Thread> state;
+  std::vector<uint32_t> chunk_names, chunk_threads;  // a chunk's ids -> the trace's
+  uint64_t events_without_times = 0;
+  std::string disorder;
+
+  static void Intern(const InternedStrings& table, StringMap<uint32_t>* ids,
+                     std::vector<std::string>* strings, std::vector<uint32_t>* to) {
+    to->resize(table.size());
+    for (size_t i = 0; i < table.size(); ++i) {
+      auto [it, added] = ids->try_emplace(table[i], static_cast<uint32_t>(strings->size()));
+      if (added) strings->emplace_back(table[i]);
+      (*to)[i] = it->second;
+    }
+  }
+
+  bool Consume(const HostActivity& chunk, uint64_t first_position) {
+    Intern(chunk.names, &name_ids, &names, &chunk_names);
+    Intern(chunk.threads, &thread_ids, &threads, &chunk_threads);
+    if (state.size() < threads.size()) state.resize(threads.size());
+    // Ops and calls are each in trace order: merge them by position.
+    size_t o = 0, c = 0;
+    while (o < chunk.ops.size() || c < chunk.calls.size()) {
+      if (c == chunk.calls.size() ||
+          (o < chunk.ops.size() && chunk.ops[o].position < chunk.calls[c].position)) {
+        HostOp op = chunk.ops[o++];
+        op.name = chunk_names[op.name];
+        op.thread = chunk_threads[op.thread];
+        op.position = static_cast<uint32_t>(first_position + op.position);
+        if (!Open(op)) return false;
+      } else {
+        RuntimeCall call = chunk.calls[c++];
+        call.name = chunk_names[call.name];
+        call.thread = chunk_threads[call.thread];
+        call.position = static_cast<uint32_t>(first_position + call.position);
+        if (!Place(call)) return false;
+      }
+    }
+    return true;
+  }
+
+  bool Open(const HostOp& op) {
+    Thread& t = state[op.thread];
+    if (!t.OpInOrder(op)) return OutOfOrder(KindName(op.kind), op.position, op.thread);
+    t.any_op = true;
+    t.op_ts = op.ts_ns;
+    t.op_dur = op.dur_ns;
+    t.op_kind = op.kind;
+    t.CloseBefore(op.ts_ns);
+    const Frame f = linker.Open(t.innermost(), op, names[op.name], op.thread);
+    t.open.push_back(f);
+    return true;
+  }
+
+  bool Place(const RuntimeCall& call) {
+    Thread& t = state[call.thread];
+    if (!t.CallInOrder(call)) return OutOfOrder("runtime call", call.position, call.thread);
+    t.any_call = true;
+    t.call_ts = call.ts_ns;
+    t.CloseBefore(call.ts_ns);
+    linker.Link(t.innermost(), call, names[call.name], call.thread);
+    return true;
+  }
+
+  bool OutOfOrder(const char* what, uint32_t position, uint32_t thread) {
+    std::string pid_tid = threads[thread];
+    std::replace(pid_tid.begin(), pid_tid.end(), '\t', '/');
+    disorder = StrCat("event ", position, " (a ", what, " of thread ", pid_tid,
+                      ") is out of its thread's time order");
+    return false;
+  }
+
+  CpuSideBytes Bytes() const {
+    CpuSideBytes b = linker.Bytes();
+    b.nesting = BytesOf(state) + BytesOf(chunk_names) + BytesOf(chunk_threads);
+    for (const Thread& t : state) b.nesting += BytesOf(t.open);
+    b.names += BytesOf(names) + BytesOf(threads) +
+               (name_ids.capacity() + thread_ids.capacity()) * (sizeof(std::string) + 8);
+    return b;
+  }
+
+  OpTree Finish(const TraceProfile& profile, CpuSideBytes* held) {
+    const CpuSideBytes streamed = Bytes();
+    state = std::vector<Thread>();
+    OpTree tree = linker.Finish(profile, threads, events_without_times, held);
+    held->nesting = streamed.nesting;
+    held->names = std::max(held->names, streamed.names);
+    return tree;
+  }
+};
+
+CpuSideStream::CpuSideStream() : impl_(std::make_unique<Impl>()) {}
+CpuSideStream::~CpuSideStream() = default;
+
+bool CpuSideStream::Consume(const HostActivity& chunk, uint64_t first_position,
+                            uint64_t events_without_times) {
+  if (!impl_->Consume(chunk, first_position)) return false;
+  impl_->events_without_times += events_without_times;
+  return true;
+}
+
+const std::string& CpuSideStream::disorder() const { return impl_->disorder; }
+uint64_t CpuSideStream::events_without_times() const { return impl_->events_without_times; }
+CpuSideBytes CpuSideStream::Bytes() const { return impl_->Bytes(); }
+
+OpTree BuildOpTree(const TraceProfile& profile) {
+  CpuSideBytes held;
+  if (profile.host.stream != nullptr) {
+    CpuSideStream::Impl copy = *profile.host.stream->impl_;
+    return copy.Finish(profile, &held);
+  }
+  return BuildAnyOrder(profile, &held);
+}
+
+OpTree TakeOpTree(TraceProfile* profile, CpuSideBytes* held) {
+  CpuSideBytes bytes;
+  OpTree tree;
+  TraceHost& host = profile->host;
+  if (host.stream != nullptr) {
+    tree = host.stream->impl_->Finish(*profile, &bytes);
+  } else {
+    tree = BuildAnyOrder(*profile, &bytes);
+  }
+  TraceHost left;  // what the CPU side was, without its contents
+  left.path = host.path;
+  left.any_order_reason = std::move(host.any_order_reason);
+  left.events_read_again = host.events_read_again;
+  left.events_without_times = host.events_without_times;
+  host = std::move(left);
+  if (held != nullptr) *held = bytes;
+  return tree;
+}
 
 std::vector<std::vector<CategoryId>> KernelTypesOf(const TraceProfile& profile, const OpTree& tree,
                                                    const std::vector<uint32_t>& units) {

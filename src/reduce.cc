@@ -4,6 +4,7 @@
 #include <cassert>
 
 #include "oneapi/tbb/parallel_for.h"
+#include "tracefuse/op_tree.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -50,9 +51,21 @@ uint64_t KernelStream::encoded_bytes() const {
   return total;
 }
 
-TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records)
-    : keep_kernel_records_(keep_kernel_records) {
+TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records,
+                           CpuSideReading cpu_side)
+    : keep_kernel_records_(keep_kernel_records), cpu_side_(cpu_side) {
   profile_.classifier = std::move(classifier);
+  switch (cpu_side) {
+    case CpuSideReading::kSkip:
+      break;
+    case CpuSideReading::kStream:
+      profile_.host.path = CpuSidePath::kStreamed;
+      profile_.host.stream = std::make_shared<CpuSideStream>();
+      break;
+    case CpuSideReading::kCollect:
+      profile_.host.path = CpuSidePath::kAnyOrder;
+      break;
+  }
 }
 
 void ChunkSummary::Summarize(const ParsedChunk& chunk, bool kernel_groups) {
@@ -125,6 +138,41 @@ std::pair<uint32_t, bool> GroupIndex::FindOrAdd(int64_t correlation, uint32_t ne
   slot = next;
   ++groups_;
   return {next, true};
+}
+
+GroupIndex::GroupIndex(const GroupIndex& other) { *this = other; }
+
+GroupIndex& GroupIndex::operator=(const GroupIndex& other) {
+  if (this == &other) return *this;
+  pages_.clear();
+  for (const auto& [page_id, page] : other.pages_) {
+    auto copy = std::make_unique<uint32_t[]>(size_t{1} << kPageBits);
+    std::copy_n(page.get(), size_t{1} << kPageBits, copy.get());
+    pages_.emplace(page_id, std::move(copy));
+  }
+  last_page_ = nullptr;
+  groups_ = other.groups_;
+  sparse_ = other.sparse_;
+  sparse_ids_ = other.sparse_ids_;
+  return *this;
+}
+
+std::optional<uint32_t> GroupIndex::Find(int64_t correlation) const {
+  if (sparse_) {
+    auto it = sparse_ids_.find(correlation);
+    if (it == sparse_ids_.end()) return std::nullopt;
+    return it->second;
+  }
+  auto page = pages_.find(correlation >> kPageBits);
+  if (page == pages_.end()) return std::nullopt;
+  const uint32_t slot = page->second[correlation & ((1 << kPageBits) - 1)];
+  if (slot == kNone) return std::nullopt;
+  return slot;
+}
+
+uint64_t GroupIndex::bytes() const {
+  return pages_.size() * ((sizeof(uint32_t) << kPageBits) + sizeof(int64_t) + sizeof(void*)) +
+         sparse_ids_.capacity() * (sizeof(int64_t) + sizeof(uint32_t) + 1);
 }
 
 void GroupIndex::Clear() { *this = GroupIndex(); }
@@ -208,6 +256,30 @@ void InternAll(const InternedStrings& table, StringMap<uint32_t>* ids,
 }  // namespace
 
 void TraceReducer::ConsumeHost(const ParsedChunk& chunk, uint64_t first_position) {
+  switch (cpu_side_) {
+    case CpuSideReading::kSkip:
+      return;
+    case CpuSideReading::kStream:
+      if (profile_.host.stream->Consume(chunk.host, first_position,
+                                        chunk.host_events_without_times)) {
+        return;
+      }
+      // Out of order: the any-order path from this chunk on, and the CPU events before it read
+      // again (the stream has let them go).
+      cpu_side_ = CpuSideReading::kCollect;
+      profile_.host.path = CpuSidePath::kAnyOrder;
+      profile_.host.any_order_reason = profile_.host.stream->disorder();
+      profile_.host.events_read_again = first_position;
+      profile_.host.events_without_times = profile_.host.stream->events_without_times();
+      profile_.host.stream.reset();
+      break;
+    case CpuSideReading::kCollect:
+      break;
+  }
+  CollectHost(chunk, first_position);
+}
+
+void TraceReducer::CollectHost(const ParsedChunk& chunk, uint64_t first_position) {
   const HostActivity& local = chunk.host;
   TraceHost& host = profile_.host;
   host.events_without_times += chunk.host_events_without_times;
@@ -229,6 +301,41 @@ void TraceReducer::ConsumeHost(const ParsedChunk& chunk, uint64_t first_position
     call.position = position(call.position);
     host.calls.push_back(call);
   }
+}
+
+uint64_t TraceHost::CollectedBytes() const {
+  uint64_t bytes = ops.capacity() * sizeof(HostOp) + calls.capacity() * sizeof(RuntimeCall);
+  for (const std::string& s : names) bytes += sizeof(s) + s.capacity();
+  for (const std::string& s : threads) bytes += sizeof(s) + s.capacity();
+  return bytes;
+}
+
+void TraceHost::Append(const TraceHost& later) {
+  StringMap<uint32_t> name_ids, thread_ids;
+  auto intern = [](const std::vector<std::string>& from, StringMap<uint32_t>* ids,
+                   std::vector<std::string>* strings) {
+    for (uint32_t i = 0; i < strings->size(); ++i) ids->try_emplace((*strings)[i], i);
+    std::vector<uint32_t> to(from.size());
+    for (size_t i = 0; i < from.size(); ++i) {
+      auto [it, added] = ids->try_emplace(from[i], static_cast<uint32_t>(strings->size()));
+      if (added) strings->push_back(from[i]);
+      to[i] = it->second;
+    }
+    return to;
+  };
+  const std::vector<uint32_t> name = intern(later.names, &name_ids, &names);
+  const std::vector<uint32_t> thread = intern(later.threads, &thread_ids, &threads);
+  for (HostOp op : later.ops) {
+    op.name = name[op.name];
+    op.thread = thread[op.thread];
+    ops.push_back(op);
+  }
+  for (RuntimeCall call : later.calls) {
+    call.name = name[call.name];
+    call.thread = thread[call.thread];
+    calls.push_back(call);
+  }
+  events_without_times += later.events_without_times;
 }
 
 TraceProfile TraceReducer::Finish(TraceMetadata metadata, Platform classified_with) {

@@ -193,9 +193,11 @@ struct OpComparison {
   std::vector<std::string> candidate_scopes;
 };
 
-// CompareOps() aligns the two traces' units step by step and builds the tables. A row
-// "[no CPU op]" holds the kernels that no runtime call launched.
-OpComparison CompareOps(const OpTree& trace1, const OpTree& trace2,
+// CompareOps() aligns the two traces' units step by step and builds the tables, then counts the
+// kernels of their rows, groups and top instances by family in one pass over each trace's kernel
+// records (which must still be those BuildOpTree() read). A row "[no CPU op]" holds the kernels
+// that no runtime call launched.
+OpComparison CompareOps(PerSide<const TraceProfile*> profiles, PerSide<const OpTree*> trees,
                         const OpCompareOptions& options = OpCompareOptions());
 
 // FindFusionDifferences() turns `ops`' candidates into its fusion differences, reading each

@@ -4,9 +4,17 @@
 // Per thread, CPU events nest by time: steps (ProfilerStep#N and the like), annotations, nn.Module
 // frames and cpu_ops. A runtime call (a launch) belongs to the innermost event open at its start,
 // and a kernel to the launch that carries its correlation id; a graph launch owns every kernel
-// of its replay. Nothing assumes the trace in time order: the CPU side is collected whole (32
-// bytes per op or runtime call) and nested once, after the last chunk, in O(n log n); kernels are
-// attributed in one pass over the kernel stream.
+// of its replay. Two paths give the same tree:
+//   - streamed (CpuSideStream): where each thread's CPU events come in time order (ops by start,
+//     longer and enclosing kinds first; a runtime call after the ops that start at or before it),
+//     events are nested as they arrive with a stack per thread, and what stays is per unit (the
+//     units, their links) and per correlation id (4 bytes in pages), not per event;
+//   - any-order: the CPU side is collected whole (32 bytes per op or runtime call) and nested
+//     once, after the last chunk, in O(n log n). It is the fallback, chosen per trace: for input
+//     that cannot be read twice, and from the first chunk with an event out of order (then the
+//     pipeline reads the CPU events before that chunk again). Kineto writes cpu_ops, Python
+//     frames and runtime calls in blocks of their own, each in time order: this path.
+// Kernels are attributed in one pass over the kernel stream.
 //
 // The unit of comparison, an OpUnit, is the outermost cpu_op above a launch ("top-level op":
 // aten::linear, whatever aten::addmm it calls); failing that, the nearest annotation that is not
@@ -18,6 +26,7 @@
 #define TRACEFUSE_OP_TREE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,27 +66,25 @@ struct ScopeNode {
   uint32_t depth = 0;
 };
 
-// UnitKernels is one kernel family under one unit.
+// UnitKernels is the kernels of one family.
 struct UnitKernels {
   uint32_t family = 0;  // index into OpTree::families
   uint64_t count = 0;
   int64_t time_ns = 0;
 };
 
-// OpUnit is what one top-level op instance (or launch) ran. 48 bytes: a trace has one per
-// top-level op.
+// OpUnit is what one top-level op instance (or launch) ran. 24 bytes: a trace has one per
+// top-level op. Which kernel families it ran is not kept (CompareOps() counts them by row).
 struct OpUnit {
-  uint32_t name = 0;  // index into OpTree::names, normalised
+  int64_t time_ns = 0;  // its kernels' time
+  uint32_t name = 0;    // index into OpTree::names, normalised
   uint32_t scope = kRootScope;
-  int32_t step = kNoStep;    // index into OpTree::steps
-  uint32_t thread_rank = 0;  // threads ranked by their first unit's start, then by name
-  int64_t ts_ns = 0;
-  int64_t time_ns = 0;         // its kernels' time
-  uint32_t position = 0;       // the op's (or launch's) index among the trace's events
-  uint32_t first_kernels = 0;  // its families: OpTree::unit_kernels[first_kernels, next unit's)
-  uint32_t kernels = 0;
-  bool is_launch = false;  // a launch no op or annotation encloses
-  bool graph = false;      // it holds a graph launch
+  int32_t step = kNoStep;  // index into OpTree::steps
+  uint32_t kernels : 30;
+  uint32_t is_launch : 1;  // a launch no op or annotation encloses
+  uint32_t graph : 1;      // it holds a graph launch
+
+  OpUnit() : kernels(0), is_launch(0), graph(0) {}
 };
 
 // StepSpan is one step: an annotation marking a step that no other step encloses.
@@ -89,13 +96,16 @@ struct StepSpan {
 
 // OpTree is one trace's kernels by the unit that launched them.
 struct OpTree {
-  std::vector<std::string> names;         // op names and module names, normalised
-  std::vector<std::string> families;      // kernel families
-  std::vector<ScopeNode> scopes;          // scopes[kRootScope] is the empty path
-  std::vector<StepSpan> steps;            // by start
-  std::vector<OpUnit> units;              // by step (kNoStep last), thread rank, start, position
-  std::vector<UnitKernels> unit_kernels;  // per unit, by time (descending), then family
-  std::vector<UnitKernels> no_launch_kernels;  // kernels no runtime call launched, likewise
+  std::vector<std::string> names;     // op names and module names, normalised
+  std::vector<std::string> families;  // kernel families
+  std::vector<ScopeNode> scopes;      // scopes[kRootScope] is the empty path
+  std::vector<StepSpan> steps;        // by start
+  // Units by step (kNoStep last), thread (threads ranked by their first unit's start, then by
+  // name), start, and position among the trace's events.
+  std::vector<OpUnit> units;
+  std::vector<uint32_t> name_family;  // per kernel name of the profile: its family
+  // Kernels no runtime call launched, by family: by time (descending), then family.
+  std::vector<UnitKernels> no_launch_kernels;
   std::vector<uint32_t> group_unit;  // per correlation group of the profile: its unit, or kNoUnit
 
   uint64_t kernels = 0;
@@ -107,13 +117,52 @@ struct OpTree {
 
   // ScopePath() is the scope's module names, outermost first, joined by '/'.
   std::string ScopePath(uint32_t scope) const;
-  // Kernels() are the families under units[u].
-  std::pair<const UnitKernels*, const UnitKernels*> Kernels(size_t u) const;
+};
+
+// CpuSideBytes is what the op tree of one trace holds while it is built, by structure.
+struct CpuSideBytes {
+  uint64_t units = 0;              // units, as read and as laid out
+  uint64_t correlation_index = 0;  // correlation id -> unit (streamed)
+  uint64_t nesting = 0;            // open events per thread (streamed), or per event (any-order)
+  uint64_t collected_events = 0;   // the CPU events kept whole (any-order)
+  uint64_t names = 0;              // op, module and thread names, scopes, steps
+
+  uint64_t total() const { return units + correlation_index + nesting + collected_events + names; }
+};
+
+// CpuSideStream nests one trace's CPU side chunk by chunk, in input order (TraceReducer feeds
+// it), while each thread's events stay in time order; see the top of this file.
+class CpuSideStream {
+ public:
+  CpuSideStream();
+  ~CpuSideStream();
+  CpuSideStream(const CpuSideStream&) = delete;
+  CpuSideStream& operator=(const CpuSideStream&) = delete;
+
+  // Consume() nests a chunk's CPU events; `first_position` is the position of the chunk's first
+  // event in the trace. False at the first event out of its thread's order, which disorder()
+  // then describes: the stream is of no further use.
+  bool Consume(const HostActivity& chunk, uint64_t first_position, uint64_t events_without_times);
+  const std::string& disorder() const;
+  // events_without_times() counts the CPU events of consumed chunks skipped for want of times.
+  uint64_t events_without_times() const;
+  // Bytes() is what the stream holds now.
+  CpuSideBytes Bytes() const;
+
+ private:
+  friend OpTree BuildOpTree(const TraceProfile& profile);
+  friend OpTree TakeOpTree(TraceProfile* profile, CpuSideBytes* held);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // BuildOpTree() links `profile`'s kernels to its CPU side. The profile must have been read with
 // its kernel records and host activity (PipelineOptions::keep_kernel_records, host_activity).
 OpTree BuildOpTree(const TraceProfile& profile);
+
+// TakeOpTree() is BuildOpTree() that takes the CPU side from `profile` rather than copying a
+// streamed one, and leaves none; `held`, when given, gets what the tree held at its largest.
+OpTree TakeOpTree(TraceProfile* profile, CpuSideBytes* held = nullptr);
 
 // KernelTypesOf() is, for each of `units`, the categories of its kernels in start order: what a
 // graph replay runs, step by step. One pass over `profile`'s kernel records, which must still be

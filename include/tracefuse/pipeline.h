@@ -41,9 +41,12 @@ struct PipelineOptions {
   // Keep the per-kernel stream (about 6.4 bytes per kernel). Only the fusion analysis needs it;
   // without it memory is bounded by distinct names and correlation groups, not by kernels.
   bool keep_kernel_records = true;
-  // Keep the CPU side (ops, annotations, module frames, runtime calls: TraceProfile::host), for
-  // the op-level comparison; 32 bytes per such event.
+  // Read the CPU side (ops, annotations, module frames, runtime calls: TraceProfile::host), for
+  // the op-level comparison.
   bool host_activity = false;
+  // Nest the CPU side as it arrives (CpuSideStream), falling back to the any-order path per
+  // trace (op_tree.h); false: the any-order path, 32 bytes per CPU event, for every trace.
+  bool stream_cpu_side = true;
   // Cut chunks speculatively between events (see EventChunker); false: scan every byte exactly.
   // Standard input and other streams that cannot be read twice are always scanned exactly.
   bool speculative_cuts = true;
@@ -56,9 +59,10 @@ struct PipelineOptions {
   std::function<void(const ProgressUpdate&)> progress;
 };
 
-// Tells glibc to keep freed memory for reuse instead of returning it to the kernel: faulting a
-// fresh 4 KiB page costs about 15 us on these machines (0.3 GB/s), so memory freed by the
-// reading stages is worth recycling for the analysis. Call once, early, from a program's main.
+// Tells glibc to keep freed memory for reuse instead of returning it to the kernel, in one heap
+// for all threads: faulting a fresh 4 KiB page costs about 15 us on these machines (0.3 GB/s),
+// so memory freed by the reading stages is worth recycling for the analysis. Call once, early,
+// from a program's main.
 void KeepFreedMemoryForReuse();
 
 // SLURM_CPUS_PER_TASK when set to a positive number, else the CPUs this process may run on.

@@ -196,15 +196,36 @@ struct StageCpuSeconds {
   double serial_share() const { return total() > 0 ? serial() / total() : 0.0; }
 };
 
-// TraceHost is a trace's CPU side, collected from chunks parsed with ParseOptions::host_activity
-// (the op-level comparison, op_tree.h): ops and runtime calls in trace order, each `position`
-// the event's index in the trace, names and threads interned per trace. 32 bytes per op or call.
+class CpuSideStream;  // op_tree.h
+
+// CpuSidePath is how a trace's CPU side reached the op tree (op_tree.h).
+enum class CpuSidePath : uint8_t {
+  kNotRead,   // ParseOptions::host_activity was off
+  kStreamed,  // nested as it arrived (CpuSideStream): memory follows the units, not the events
+  kAnyOrder,  // collected whole (TraceHost's vectors) and nested after the last chunk
+};
+
+// TraceHost is a trace's CPU side, read from chunks parsed with ParseOptions::host_activity (the
+// op-level comparison, op_tree.h). Streamed, it is `stream`; otherwise ops and runtime calls in
+// trace order, each `position` the event's index in the trace, names and threads interned per
+// trace: 32 bytes per op or call.
 struct TraceHost {
+  CpuSidePath path = CpuSidePath::kNotRead;
+  std::string any_order_reason;  // kAnyOrder: why the CPU side was not streamed
+  // kAnyOrder after streaming failed: the CPU events before the chunk where it failed, read again
+  // by a second pass (PrependCpuSide()).
+  uint64_t events_read_again = 0;
+  std::shared_ptr<CpuSideStream> stream;  // kStreamed
   std::vector<HostOp> ops;
   std::vector<RuntimeCall> calls;
   std::vector<std::string> names;
   std::vector<std::string> threads;  // "PID\tTID", the raw JSON of both
   uint64_t events_without_times = 0;
+
+  // CollectedBytes() is what the collected events hold (kAnyOrder).
+  uint64_t CollectedBytes() const;
+  // Append() adds `later`'s events, which come after this one's in the trace.
+  void Append(const TraceHost& later);
 };
 
 struct TraceProfile {
@@ -265,7 +286,17 @@ class GroupIndex {
  public:
   // FindOrAdd() returns the group of `correlation`, and whether it is new; a new one is numbered
   // `next`.
+  GroupIndex() = default;
+  GroupIndex(const GroupIndex& other);  // a deep copy (BuildOpTree() of a streamed trace)
+  GroupIndex& operator=(const GroupIndex& other);
+  GroupIndex(GroupIndex&&) = default;
+  GroupIndex& operator=(GroupIndex&&) = default;
+
   std::pair<uint32_t, bool> FindOrAdd(int64_t correlation, uint32_t next);
+  // Find() is the group of `correlation`, or nullopt.
+  std::optional<uint32_t> Find(int64_t correlation) const;
+  // bytes() is what the index holds.
+  uint64_t bytes() const;
   void Clear();
 
  private:
@@ -283,9 +314,17 @@ class GroupIndex {
 
 class TraceReducer {
  public:
+  // CpuSideReading is what Consume() does with a chunk's CPU side (ParsedChunk::host).
+  enum class CpuSideReading : uint8_t {
+    kSkip,
+    kStream,   // nest it as it arrives, until an event comes out of order; then kCollect, and
+               // TraceHost::events_read_again says what is missing
+    kCollect,  // keep it whole, for BuildOpTree()'s any-order path
+  };
   // `keep_kernel_records`: whether to keep the per-kernel stream (the fusion analysis needs it);
   // per-name, per-category and per-group totals are kept either way.
-  TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records = true);
+  TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records = true,
+               CpuSideReading cpu_side = CpuSideReading::kCollect);
   // Not copied: the name index refers to the profile's names.
   TraceReducer(const TraceReducer&) = delete;
   TraceReducer& operator=(const TraceReducer&) = delete;
@@ -297,6 +336,8 @@ class TraceReducer {
   // kernel_group filled when records are kept.
   void Consume(const ParsedChunk& chunk, const ChunkSummary& summary,
                const std::vector<RuleId>& name_rules);
+  // events() is how many events the chunks consumed so far held.
+  uint64_t events() const { return profile_.events; }
   // Completes the profile: platform detection (and re-classification when a platform-dependent
   // rule set was applied with another platform than the one finally detected).
   TraceProfile Finish(TraceMetadata metadata, Platform classified_with);
@@ -314,7 +355,10 @@ class TraceReducer {
   std::vector<uint32_t> host_names_to_global_;    // chunk's host names to the trace's
   std::vector<uint32_t> host_threads_to_global_;  // chunk's threads to the trace's
 
+  CpuSideReading cpu_side_;
+
   void ConsumeHost(const ParsedChunk& chunk, uint64_t first_position);
+  void CollectHost(const ParsedChunk& chunk, uint64_t first_position);
 };
 
 // --- KernelStream: decoding, inline for the analysis' passes -------------------------------------

@@ -121,7 +121,8 @@ std::optional<TraceProfile> ProfileOne(const OneTraceArgs& args, int* exit_code)
     return std::nullopt;
   }
   PipelineOptions options = args.pipeline;
-  options.keep_kernel_records = false;  // per-name and per-group totals suffice
+  // Per-name and per-group totals suffice, unless kernels are to be linked to their CPU ops.
+  options.keep_kernel_records = options.host_activity;
   absl::StatusOr<std::vector<TraceProfile>> profiles =
       ProfileTraces({args.trace}, *classifier, options);
   if (!profiles.ok()) {

@@ -6,26 +6,46 @@
 namespace tracefuse::cli {
 namespace {
 
-using StatsArgs = OneTraceArgs;
+struct StatsArgs : OneTraceArgs {
+  bool by_op = false;
+};
 
 int RunStats(const StatsArgs& a) {
   auto started = std::chrono::steady_clock::now();
   int exit_code = kExitOk;
-  std::optional<TraceProfile> profile = ProfileOne(a, &exit_code);
+  OneTraceArgs reading = a;
+  reading.pipeline.host_activity = a.by_op;
+  std::optional<TraceProfile> profile = ProfileOne(reading, &exit_code);
   if (!profile) return exit_code;
+  CpuSideStats cpu_side;
+  if (a.by_op) {
+    const OpTree tree = TakeOpTree(&*profile, &cpu_side.held);
+    cpu_side.top_level_ops = tree.units.size();
+    cpu_side.steps = tree.steps.size();
+  }
   double elapsed = SecondsSince(started);
   const TraceProfile& p = *profile;
-  std::string out =
-      a.format == "json" ? DumpJson(StatsJson(p, elapsed)) + "\n" : StatsText(p, elapsed);
+  std::string out;
+  if (a.format == "json") {
+    Json j = StatsJson(p, elapsed);
+    if (a.by_op) j["cpu_side"] = CpuSideJson(p, cpu_side);
+    out = DumpJson(j) + "\n";
+  } else {
+    out = StatsText(p, elapsed) + (a.by_op ? CpuSideText(p, cpu_side) : "");
+  }
   absl::Status written = WriteOutput(a.output, out);
   return written.ok() ? kExitOk : Fail(written, kExitIo);
 }
 
 CLI::App* Declare(CLI::App* app, StatsArgs* a) {
-  return AddOneTraceCommand(app, "stats",
-                            "Summarise one trace: platform, GPU, events per category, kernels, "
-                            "correlation groups, throughput",
-                            {"text", "json"}, a);
+  CLI::App* cmd = AddOneTraceCommand(app, "stats",
+                                     "Summarise one trace: platform, GPU, events per category, "
+                                     "kernels, correlation groups, throughput",
+                                     {"text", "json"}, a);
+  cmd->add_flag("--by-op", a->by_op,
+                "also link the kernels to their CPU ops, as `ops` does, and say how (streamed or "
+                "any-order) and what that held");
+  return cmd;
 }
 
 }  // namespace

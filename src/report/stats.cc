@@ -128,4 +128,66 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
   return out;
 }
 
+namespace {
+
+const char* CpuSidePathName(CpuSidePath path) {
+  switch (path) {
+    case CpuSidePath::kNotRead:
+      return "not read";
+    case CpuSidePath::kStreamed:
+      return "streamed";
+    case CpuSidePath::kAnyOrder:
+      return "any-order";
+  }
+  return "";
+}
+
+// HeldBytes() calls f(name, bytes) for each structure of `held`, then for the total.
+template <typename F>
+void ForEachHeld(const CpuSideBytes& held, F&& f) {
+  f("units", held.units);
+  f("correlation_index", held.correlation_index);
+  f("nesting", held.nesting);
+  f("collected_events", held.collected_events);
+  f("names", held.names);
+  f("total", held.total());
+}
+
+}  // namespace
+
+Json CpuSideJson(const TraceProfile& p, const CpuSideStats& c) {
+  Json j = Json::object();
+  j["path"] = CpuSidePathName(p.host.path);
+  j["any_order_reason"] = nullptr;
+  if (p.host.path == CpuSidePath::kAnyOrder) j["any_order_reason"] = p.host.any_order_reason;
+  j["events_read_again"] = p.host.events_read_again;
+  j["top_level_ops"] = c.top_level_ops;
+  j["steps"] = c.steps;
+  Json bytes = Json::object();
+  ForEachHeld(c.held, [&](const char* name, uint64_t n) { bytes[name] = n; });
+  j["bytes"] = bytes;
+  return j;
+}
+
+std::string CpuSideText(const TraceProfile& p, const CpuSideStats& c) {
+  std::string out;
+  auto line = [&](std::string_view key, const std::string& value) {
+    fmt::format_to(std::back_inserter(out), "{:<26} {}\n", key, value);
+  };
+  std::string path = CpuSidePathName(p.host.path);
+  if (p.host.path == CpuSidePath::kAnyOrder) path += StrCat(" (", p.host.any_order_reason, ")");
+  line("cpu side", path);
+  if (p.host.events_read_again > 0) {
+    line("  events read again", Thousands(p.host.events_read_again));
+  }
+  line("  top-level ops", Thousands(c.top_level_ops));
+  line("  steps", Thousands(c.steps));
+  ForEachHeld(c.held, [&](const char* name, uint64_t n) {
+    std::string key = StrCat("  held: ", name);
+    std::replace(key.begin(), key.end(), '_', ' ');
+    line(key, HumanBytes(n));
+  });
+  return out;
+}
+
 }  // namespace tracefuse

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "tracefuse/op_tree.h"
 #include "tracefuse/reduce.h"
 #include "tracefuse/report/json.h"
 
@@ -13,6 +14,21 @@ namespace tracefuse {
 // correlation groups and kernel time per category. `elapsed_seconds` is the command's wall
 // time, reported with the throughput it implies.
 Json StatsJson(const TraceProfile& profile, double elapsed_seconds);
+
+// CpuSideStats is what `stats --by-op` adds: how the trace's CPU side reached its op tree
+// (TraceHost::path), the tree's size, and what building it held (TakeOpTree()).
+struct CpuSideStats {
+  uint64_t top_level_ops = 0;
+  uint64_t steps = 0;
+  CpuSideBytes held;
+};
+
+// CpuSideJson() is StatsJson()'s "cpu_side" object: path ("streamed" or "any-order"), the reason
+// for any-order, the events read again, the tree's top-level ops and steps, and `held` by
+// structure ("bytes", with its "total").
+Json CpuSideJson(const TraceProfile& profile, const CpuSideStats& cpu_side);
+// CpuSideText() is the same for StatsText(): lines to append.
+std::string CpuSideText(const TraceProfile& profile, const CpuSideStats& cpu_side);
 
 // TruncationText() says what was dropped from a trace salvaged by --lenient (see
 // TraceProfile::truncated), for reports and warnings: "cut at byte 5000, inside an event: read up
