@@ -149,6 +149,47 @@ TEST_F(BatchCli, TaskSelectsOneRowDefaultingToTheSlurmArrayTask) {
   EXPECT_FALSE(std::filesystem::exists(Out("p2.status.json")));
 }
 
+TEST_F(BatchCli, RowsPerTaskRunsAnArrayTasksRowsInOneProcess) {
+  const std::string manifest = ThreePairs();
+  // Task 0 of 2 rows each: p0 and the failing p1, in one process, in order.
+  RunResult r = RunCommand(Batch(manifest + " --out " + Out() + " --task 0 --rows-per-task 2"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("tracefuse: batch: p0: complete in ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("\ntracefuse: batch: p1: failed (exit 1): "), std::string::npos) << r.err;
+  EXPECT_EQ(testing::FilesIn(Out(), ".status.json"),
+            (std::vector<std::string>{Out("p0.status.json"), Out("p1.status.json")}));
+  Json p0 = ReadJson(Out("p0.status.json"));
+  Json p1 = ReadJson(Out("p1.status.json"));
+  EXPECT_EQ(p0["task"], 0);
+  EXPECT_EQ(p1["task"], 1);
+  EXPECT_TRUE(p0["pid"].is_number_integer());
+  EXPECT_EQ(p0["pid"], p1["pid"]);
+
+  // The last task takes what is left: task 1 of 2 rows each is p2 alone, here from Slurm's
+  // variable, which the status records.
+  r = RunCommand(
+      Batch(manifest + " --out " + Out() + " --rows-per-task 2", "SLURM_ARRAY_TASK_ID=1"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.rfind("tracefuse: batch: p2: complete in ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find("p0"), std::string::npos) << r.err;
+  Json p2 = ReadJson(Out("p2.status.json"));
+  EXPECT_EQ(p2["task"], 2);
+  EXPECT_EQ(p2["slurm"]["array_task_id"], "1");
+  EXPECT_NE(p2["pid"], p0["pid"]);
+
+  // A range of rows, as sbatch --array writes one: p1 and p2; the complete p2 is skipped.
+  r = RunCommand(Batch(manifest + " --out " + Out() + " --task 1-2"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("tracefuse: batch: p1: failed (exit 1): ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("\ntracefuse: batch: p2: complete, skipped (--force re-runs it)\n"),
+            std::string::npos)
+      << r.err;
+  r = RunCommand(Batch(manifest + " --out " + Out() + " --task 2-2 --rows-per-task 1 --force"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.rfind("tracefuse: batch: p2: complete in ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find("p1"), std::string::npos) << r.err;
+}
+
 TEST_F(BatchCli, UsageErrorsSayWhatIsMissing) {
   const std::string manifest = ThreePairs();
   const std::string out = " --out " + Out();
@@ -169,6 +210,31 @@ TEST_F(BatchCli, UsageErrorsSayWhatIsMissing) {
        "SLURM_ARRAY_TASK_ID='x' is not a task index (0, 1, ...)"},
       {manifest + out + " --task 0 --all", "", 2,
        "--all excludes --task (run 'tracefuse batch --help')"},
+      {manifest + out + " --task 2 --rows-per-task 2", "", 2,
+       "task 2 is out of range: " + manifest + " has 3 rows (tasks 0 to 1 at 2 rows per task)"},
+      {manifest + out + " --rows-per-task 3", "SLURM_ARRAY_TASK_ID=1", 2,
+       "task 1 (from SLURM_ARRAY_TASK_ID) is out of range: " + manifest +
+           " has 3 rows (tasks 0 to 0 at 3 rows per task)"},
+      {manifest + out + " --task 1-3", "", 2,
+       "task 1-3 is out of range: " + manifest + " has 3 rows (tasks 0 to 2)"},
+      {manifest + out + " --task 3-4", "", 2,
+       "task 3-4 is out of range: " + manifest + " has 3 rows (tasks 0 to 2)"},
+      {manifest + out + " --task 0-1 --rows-per-task 2", "", 2,
+       "--task 0-1 is a range of rows: --rows-per-task 2 applies to an array task's index "
+       "(--task N or SLURM_ARRAY_TASK_ID)"},
+      {manifest + out + " --task 2-1", "", 2,
+       "--task: '2-1' is not a task index N nor a range of rows FIRST-LAST (FIRST <= LAST) (run "
+       "'tracefuse batch --help')"},
+      {manifest + out + " --task -1", "", 2,
+       "--task: '-1' is not a task index N nor a range of rows FIRST-LAST (FIRST <= LAST) (run "
+       "'tracefuse batch --help')"},
+      {manifest + out + " --task 1-", "", 2,
+       "--task: '1-' is not a task index N nor a range of rows FIRST-LAST (FIRST <= LAST) (run "
+       "'tracefuse batch --help')"},
+      {manifest + out + " --task 0 --rows-per-task 0", "", 2,
+       "--rows-per-task: '0' is not a positive integer (run 'tracefuse batch --help')"},
+      {manifest + out + " --all --rows-per-task 2", "", 2,
+       "--all excludes --rows-per-task (run 'tracefuse batch --help')"},
       {manifest + " --all", "", 2, "--out is required (run 'tracefuse batch --help')"},
       {manifest + out + " --all --format pdf", "", 2,
        "--format: pdf not in {text,json,csv,markdown,html} (run 'tracefuse batch --help')"},
@@ -260,10 +326,10 @@ TEST_F(BatchCli, StatusFileSchema) {
   Json s = ReadJson(Out("x.status.json"));
   std::vector<std::string> keys;
   for (const auto& [key, value] : s.items()) keys.push_back(key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"label", "state", "exit_code", "error", "trace1",
-                                            "trace2", "manifest", "task", "reports",
-                                            "elapsed_seconds", "peak_rss_bytes", "bytes_read",
-                                            "host", "slurm", "started_at", "tracefuse_version"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "label", "state", "exit_code", "error", "trace1", "trace2", "manifest",
+                      "task", "reports", "elapsed_seconds", "peak_rss_bytes", "bytes_read", "host",
+                      "pid", "slurm", "started_at", "tracefuse_version"}));
   EXPECT_EQ(s["label"], "x");
   EXPECT_EQ(s["state"], "complete");
   EXPECT_EQ(s["exit_code"], 0);
@@ -282,6 +348,9 @@ TEST_F(BatchCli, StatusFileSchema) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   EXPECT_EQ(s["host"], std::string(host));
+  EXPECT_TRUE(s["pid"].is_number_integer());
+  EXPECT_GT(s["pid"].get<int64_t>(), 0);
+  EXPECT_NE(s["pid"].get<int64_t>(), getpid());  // batch's, not the test's
   EXPECT_EQ(s["slurm"],
             (Json{{"job_id", "77"}, {"array_job_id", nullptr}, {"array_task_id", nullptr}}));
   const std::string started = s["started_at"];
@@ -304,7 +373,12 @@ int OpenFifoForWriting(const std::string& path) {
   return -1;
 }
 
-TEST_F(BatchCli, SigtermStopsTheBatchAndRecordsTheInterruption) {
+// The interrupted pair's rows after it never start: those of `--all`, and those of an array task
+// of several rows.
+class BatchSigterm : public BatchCli,
+                     public ::testing::WithParamInterface<std::vector<std::string>> {};
+
+TEST_P(BatchSigterm, StopsTheBatchAndRecordsTheInterruption) {
   const std::string fifo = dir_.path() + "/slow.json";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   const std::string manifest =
@@ -317,8 +391,13 @@ TEST_F(BatchCli, SigtermStopsTheBatchAndRecordsTheInterruption) {
   if (pid == 0) {
     int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, STDERR_FILENO);
-    execl(TRACEFUSE_BINARY, "tracefuse", "batch", manifest.c_str(), "--out", out.c_str(), "--all",
-          "--threads", "2", static_cast<char*>(nullptr));
+    std::vector<std::string> args = {"tracefuse", "batch",     manifest, "--out",
+                                     out,         "--threads", "2"};
+    args.insert(args.end(), GetParam().begin(), GetParam().end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(TRACEFUSE_BINARY, argv.data());
     _exit(127);
   }
   int fd = OpenFifoForWriting(fifo);
@@ -352,6 +431,11 @@ TEST_F(BatchCli, SigtermStopsTheBatchAndRecordsTheInterruption) {
   EXPECT_EQ(testing::FilesIn(Out(), ""), std::vector<std::string>{Out("slow.status.json")});
 }
 
+INSTANTIATE_TEST_SUITE_P(Selections, BatchSigterm,
+                         ::testing::Values(std::vector<std::string>{"--all"},
+                                           std::vector<std::string>{"--task", "0",
+                                                                    "--rows-per-task", "2"}));
+
 TEST(BatchLibrary, RowOptions) {
   Manifest m;
   m.path = "dir/m.tsv";
@@ -379,18 +463,87 @@ TEST(BatchLibrary, SelectTasks) {
   m.path = "m.tsv";
   m.rows.resize(2);
   unsetenv("SLURM_ARRAY_TASK_ID");
-  EXPECT_EQ(*SelectTasks(m, std::nullopt, true), (std::vector<size_t>{0, 1}));
-  EXPECT_EQ(*SelectTasks(m, 1, false), (std::vector<size_t>{1}));
-  EXPECT_EQ(SelectTasks(m, 2, false).status().message(),
+  auto select = [&](std::optional<TaskSpec> task, bool all = false, uint32_t rows_per_task = 1) {
+    return SelectTasks(m, TaskSelection{all, task, rows_per_task});
+  };
+  const TaskSpec one{1, 1, false}, two{2, 2, false}, zero{0, 0, false};
+  EXPECT_EQ(*select(std::nullopt, true), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(*select(one), (std::vector<size_t>{1}));
+  EXPECT_EQ(select(two).status().message(),
             "task 2 is out of range: m.tsv has 2 rows (tasks 0 to 1)");
-  EXPECT_TRUE(absl::IsInvalidArgument(SelectTasks(m, std::nullopt, false).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(select(std::nullopt).status()));
   setenv("SLURM_ARRAY_TASK_ID", "1", 1);
-  EXPECT_EQ(*SelectTasks(m, std::nullopt, false), (std::vector<size_t>{1}));
+  EXPECT_EQ(*select(std::nullopt), (std::vector<size_t>{1}));
   unsetenv("SLURM_ARRAY_TASK_ID");
   m.rows.clear();
-  EXPECT_EQ(SelectTasks(m, 0, false).status().message(),
-            "task 0 is out of range: m.tsv has 0 rows");
-  EXPECT_TRUE(SelectTasks(m, std::nullopt, true)->empty());
+  EXPECT_EQ(select(zero).status().message(), "task 0 is out of range: m.tsv has 0 rows");
+  EXPECT_EQ(select(zero, false, 4).status().message(), "task 0 is out of range: m.tsv has 0 rows");
+  EXPECT_TRUE(select(std::nullopt, true)->empty());
+}
+
+TEST(BatchLibrary, SelectTasksOfSeveralRows) {
+  Manifest m;
+  m.path = "m.tsv";
+  m.rows.resize(7);
+  unsetenv("SLURM_ARRAY_TASK_ID");
+  auto select = [&](std::optional<TaskSpec> task, uint32_t rows_per_task) {
+    return SelectTasks(m, TaskSelection{false, task, rows_per_task});
+  };
+  // 7 rows, 3 per task: tasks 0, 1 and 2 (the last one row).
+  EXPECT_EQ(*select(TaskSpec{0, 0, false}, 3), (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(*select(TaskSpec{1, 1, false}, 3), (std::vector<size_t>{3, 4, 5}));
+  EXPECT_EQ(*select(TaskSpec{2, 2, false}, 3), (std::vector<size_t>{6}));
+  EXPECT_EQ(select(TaskSpec{3, 3, false}, 3).status().message(),
+            "task 3 is out of range: m.tsv has 7 rows (tasks 0 to 2 at 3 rows per task)");
+  EXPECT_EQ(*select(TaskSpec{0, 0, false}, 100), (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6}));
+  setenv("SLURM_ARRAY_TASK_ID", "3", 1);
+  EXPECT_EQ(*select(std::nullopt, 2), (std::vector<size_t>{6}));
+  EXPECT_EQ(select(std::nullopt, 4).status().message(),
+            "task 3 (from SLURM_ARRAY_TASK_ID) is out of range: m.tsv has 7 rows (tasks 0 to 1 at "
+            "4 rows per task)");
+  unsetenv("SLURM_ARRAY_TASK_ID");
+  // A large index times a large count does not wrap around.
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      select(TaskSpec{4000000000u, 4000000000u, false}, 4000000000u).status()));
+  // Ranges of rows.
+  EXPECT_EQ(*select(TaskSpec{2, 4, true}, 1), (std::vector<size_t>{2, 3, 4}));
+  EXPECT_EQ(*select(TaskSpec{6, 6, true}, 1), (std::vector<size_t>{6}));
+  EXPECT_EQ(select(TaskSpec{5, 7, true}, 1).status().message(),
+            "task 5-7 is out of range: m.tsv has 7 rows (tasks 0 to 6)");
+  EXPECT_EQ(select(TaskSpec{2, 4, true}, 2).status().message(),
+            "--task 2-4 is a range of rows: --rows-per-task 2 applies to an array task's index "
+            "(--task N or SLURM_ARRAY_TASK_ID)");
+}
+
+TEST(BatchLibrary, ParseTaskSpec) {
+  auto parsed = [](std::string_view text) -> std::string {
+    std::optional<TaskSpec> t = ParseTaskSpec(text);
+    if (!t) return "none";
+    return std::to_string(t->first) + (t->range ? "-" + std::to_string(t->last) : "");
+  };
+  EXPECT_EQ(parsed("0"), "0");
+  EXPECT_EQ(parsed("17"), "17");
+  EXPECT_EQ(parsed("3-3"), "3-3");
+  EXPECT_EQ(parsed("0-99"), "0-99");
+  for (const char* bad : {"", "-", "-1", "1-", "-1-2", "2-1", "1-2-3", "1,2", " 1", "1 ", "+1", "x",
+                          "1-x", "4294967296", "0-4294967296"}) {
+    EXPECT_EQ(parsed(bad), "none") << bad;
+  }
+}
+
+TEST(BatchLibrary, ClassifierCacheLoadsEachRuleSetOnce) {
+  ClassifierCache cache;
+  absl::StatusOr<std::shared_ptr<const Classifier>> a = cache.Get("tracefuse");
+  ASSERT_TRUE(a.ok()) << a.status();
+  absl::StatusOr<std::shared_ptr<const Classifier>> b = cache.Get("tracefuse");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(a->get(), b->get());
+  absl::StatusOr<std::shared_ptr<const Classifier>> c = cache.Get("wafer-op");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_NE(a->get(), c->get());
+  EXPECT_EQ((*c)->rule_set().name(), "wafer-op");
+  EXPECT_FALSE(cache.Get("/nonexistent/rules.yaml").ok());
+  EXPECT_FALSE(cache.Get("/nonexistent/rules.yaml").ok());
 }
 
 }  // namespace

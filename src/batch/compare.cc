@@ -16,10 +16,20 @@ PerSide<std::string> ComparisonLabels(const TraceProfile& trace1, const TracePro
   return labels;
 }
 
+absl::StatusOr<std::shared_ptr<const Classifier>> ClassifierCache::Get(const std::string& ruleset) {
+  auto it = loaded_.find(ruleset);
+  if (it != loaded_.end()) return it->second;
+  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(ruleset);
+  if (!classifier.ok()) return classifier;
+  return loaded_.emplace(ruleset, *std::move(classifier)).first->second;
+}
+
 absl::StatusOr<Comparison> RunComparison(const std::string& trace1, const std::string& trace2,
                                          const CompareOptions& options,
-                                         const PipelineOptions& pipeline, int* exit_code) {
-  absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(options.ruleset);
+                                         const PipelineOptions& pipeline, int* exit_code,
+                                         ClassifierCache* classifiers) {
+  absl::StatusOr<std::shared_ptr<const Classifier>> classifier =
+      classifiers != nullptr ? classifiers->Get(options.ruleset) : LoadClassifier(options.ruleset);
   if (!classifier.ok()) {
     *exit_code = ExitCodeFor(classifier.status(), kExitUsage);
     return classifier.status();

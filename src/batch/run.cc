@@ -1,6 +1,7 @@
 #include "tracefuse/batch/run.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -39,7 +40,7 @@ uint64_t PeakRssBytes() {
 }
 
 // ParseNumber() reads a decimal number without sign or spaces.
-std::optional<uint32_t> ParseNumber(const std::string& s) {
+std::optional<uint32_t> ParseNumber(std::string_view s) {
   uint32_t n = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
@@ -82,6 +83,7 @@ struct PairStatus {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   uint64_t bytes_read = 0;
   std::string host = HostName();
+  int64_t pid = getpid();
   std::string started_at = UtcNow();
 };
 
@@ -101,6 +103,7 @@ Json StatusJson(const PairStatus& s) {
   j["peak_rss_bytes"] = PeakRssBytes();
   j["bytes_read"] = s.bytes_read;
   j["host"] = s.host;
+  j["pid"] = s.pid;
   j["slurm"] = Json{{"job_id", OptionalJson(Env("SLURM_JOB_ID"))},
                     {"array_job_id", OptionalJson(Env("SLURM_ARRAY_JOB_ID"))},
                     {"array_task_id", OptionalJson(Env(kTaskEnv))}};
@@ -135,15 +138,15 @@ void RemoveReports(const std::string& dir, const std::string& label) {
 // ComparePair() compares the pair and writes its reports, recording them in `status`.
 absl::Status ComparePair(const Manifest& manifest, const ManifestRow& row,
                          const BatchOptions& options, const std::vector<std::string>& formats,
-                         PairStatus* status, int* exit_code) {
+                         ClassifierCache* classifiers, PairStatus* status, int* exit_code) {
   CompareOptions compare = options.compare;
   absl::Status st = ApplyRowOptions(manifest, row, &compare);
   if (!st.ok()) {
     *exit_code = kExitUsage;
     return st;
   }
-  absl::StatusOr<Comparison> comparison =
-      RunComparison(status->trace1, status->trace2, compare, options.pipeline, exit_code);
+  absl::StatusOr<Comparison> comparison = RunComparison(status->trace1, status->trace2, compare,
+                                                        options.pipeline, exit_code, classifiers);
   if (!comparison.ok()) return comparison.status();
   for (const TraceProfile& trace : comparison->traces) {
     status->bytes_read += trace.input_bytes;
@@ -186,7 +189,7 @@ void LogPair(std::FILE* log, const PairStatus& s) {
 
 // RunPair() runs one row: its status as running, the comparison and reports, the final status.
 int RunPair(const Manifest& manifest, size_t task, const BatchOptions& options,
-            const std::vector<std::string>& formats) {
+            const std::vector<std::string>& formats, ClassifierCache* classifiers) {
   const ManifestRow& row = manifest.rows[task];
   if (!options.force && IsComplete(options.out_dir, row.label, formats)) {
     std::fprintf(options.log, "tracefuse: batch: %s: complete, skipped (--force re-runs it)\n",
@@ -202,7 +205,7 @@ int RunPair(const Manifest& manifest, size_t task, const BatchOptions& options,
   RemoveReports(options.out_dir, row.label);
   absl::Status st = WriteStatus(options.out_dir, status);
   int exit_code = ExitCodeFor(st, kExitIo);
-  if (st.ok()) st = ComparePair(manifest, row, options, formats, &status, &exit_code);
+  if (st.ok()) st = ComparePair(manifest, row, options, formats, classifiers, &status, &exit_code);
   Finish(st, exit_code, &status);
   absl::Status written = WriteStatus(options.out_dir, status);
   if (st.ok() && !written.ok()) Finish(written, ExitCodeFor(written, kExitIo), &status);
@@ -212,14 +215,26 @@ int RunPair(const Manifest& manifest, size_t task, const BatchOptions& options,
 
 }  // namespace
 
-absl::StatusOr<std::vector<size_t>> SelectTasks(const Manifest& manifest, std::optional<int> task,
-                                                bool all) {
+std::optional<TaskSpec> ParseTaskSpec(std::string_view text) {
+  const size_t dash = text.find('-');
+  std::optional<uint32_t> first = ParseNumber(text.substr(0, dash));
+  if (!first) return std::nullopt;
+  if (dash == std::string_view::npos) return TaskSpec{*first, *first, false};
+  std::optional<uint32_t> last = ParseNumber(text.substr(dash + 1));
+  if (!last || *last < *first) return std::nullopt;
+  return TaskSpec{*first, *last, true};
+}
+
+absl::StatusOr<std::vector<size_t>> SelectTasks(const Manifest& manifest,
+                                                const TaskSelection& selection) {
   const size_t rows = manifest.rows.size();
-  if (all) {
-    std::vector<size_t> tasks(rows);
-    for (size_t i = 0; i < rows; ++i) tasks[i] = i;
+  std::vector<size_t> tasks;
+  if (selection.all) {
+    for (size_t i = 0; i < rows; ++i) tasks.push_back(i);
     return tasks;
   }
+  const uint64_t per_task = std::max<uint32_t>(selection.rows_per_task, 1);
+  std::optional<TaskSpec> task = selection.task;
   std::string source;
   if (!task) {
     std::optional<std::string> env = Env(kTaskEnv);
@@ -232,15 +247,31 @@ absl::StatusOr<std::vector<size_t>> SelectTasks(const Manifest& manifest, std::o
       return absl::InvalidArgumentError(
           StrCat(kTaskEnv, "='", *env, "' is not a task index (0, 1, ...)"));
     }
-    task = static_cast<int>(*n);
+    task = TaskSpec{*n, *n, false};
     source = StrCat(" (from ", kTaskEnv, ")");
   }
-  if (*task < 0 || static_cast<size_t>(*task) >= rows) {
-    return absl::InvalidArgumentError(StrCat(
-        "task ", *task, source, " is out of range: ", manifest.path, " has ", rows,
-        rows == 1 ? " row" : " rows", rows == 0 ? "" : StrCat(" (tasks 0 to ", rows - 1, ")")));
+  const std::string name = task->range ? StrCat(task->first, "-", task->last) : StrCat(task->first);
+  if (task->range && per_task > 1) {
+    return absl::InvalidArgumentError(
+        StrCat("--task ", name, " is a range of rows: --rows-per-task ", per_task,
+               " applies to an array task's index (--task N or ", kTaskEnv, ")"));
   }
-  return std::vector<size_t>{static_cast<size_t>(*task)};
+  // An array task's rows; the last task of an array may have fewer.
+  const uint64_t first = task->range ? task->first : task->first * per_task;
+  const uint64_t last = task->range ? task->last : first + per_task - 1;
+  if (first >= rows || (task->range && last >= rows)) {
+    const uint64_t task_count = (rows + per_task - 1) / per_task;
+    std::string tasks_text;
+    if (task_count > 0) {
+      tasks_text = StrCat(" (tasks 0 to ", task_count - 1,
+                          per_task > 1 ? StrCat(" at ", per_task, " rows per task") : "", ")");
+    }
+    return absl::InvalidArgumentError(StrCat("task ", name, source,
+                                             " is out of range: ", manifest.path, " has ", rows,
+                                             rows == 1 ? " row" : " rows", tasks_text));
+  }
+  for (uint64_t row = first; row <= last && row < rows; ++row) tasks.push_back(row);
+  return tasks;
 }
 
 absl::Status ApplyRowOptions(const Manifest& manifest, const ManifestRow& row,
@@ -289,10 +320,12 @@ absl::StatusOr<int> RunBatch(const Manifest& manifest, const std::vector<size_t>
                ec ? StrCat(": ", ec.message()) : std::string(": not a directory")));
   }
   const std::vector<std::string> formats = ReportFormats(options.formats);
+  // What every pair would otherwise pay again: each rule set's load (with its Hyperscan scratch).
+  ClassifierCache classifiers;
   int exit_code = kExitOk;
   for (size_t task : tasks) {
     if (InterruptSignal() != 0) return kExitSignalBase + InterruptSignal();
-    const int pair_exit_code = RunPair(manifest, task, options, formats);
+    const int pair_exit_code = RunPair(manifest, task, options, formats, &classifiers);
     if (pair_exit_code >= kExitSignalBase) return pair_exit_code;
     if (exit_code == kExitOk) exit_code = pair_exit_code;
   }

@@ -1,4 +1,7 @@
+#include <charconv>
+#include <cstdint>
 #include <optional>
+#include <string>
 
 #include "command.h"
 #include "tracefuse/batch/manifest.h"
@@ -9,9 +12,9 @@ namespace {
 
 struct BatchArgs {
   std::string manifest;
-  int task = 0;
+  std::string task;
   CLI::Option* task_option = nullptr;
-  bool all = false;
+  TaskSelection selection;
   BatchOptions options;
 };
 
@@ -21,9 +24,9 @@ int RunBatchCommand(const BatchArgs& a) {
     const bool missing = manifest.status().code() == absl::StatusCode::kNotFound;
     return Fail(manifest.status(), missing ? kExitIo : kExitUsage);
   }
-  std::optional<int> task;
-  if (a.task_option->count() > 0) task = a.task;
-  absl::StatusOr<std::vector<size_t>> tasks = SelectTasks(*manifest, task, a.all);
+  TaskSelection selection = a.selection;
+  if (a.task_option->count() > 0) selection.task = ParseTaskSpec(a.task);  // checked when parsed
+  absl::StatusOr<std::vector<size_t>> tasks = SelectTasks(*manifest, selection);
   if (!tasks.ok()) return Fail(tasks.status(), kExitUsage);
   absl::StatusOr<int> exit_code = RunBatch(*manifest, *tasks, a.options);
   return exit_code.ok() ? *exit_code : Fail(exit_code.status(), kExitIo);
@@ -32,19 +35,45 @@ int RunBatchCommand(const BatchArgs& a) {
 CLI::App* Declare(CLI::App* app, BatchArgs* a) {
   CLI::App* cmd = app->add_subcommand(
       "batch",
-      "Run compare for the pairs of a manifest (label, trace1, trace2, options; TSV): one pair "
-      "(--task, default $SLURM_ARRAY_TASK_ID, for a Slurm array) or all of them in turn");
+      "Run compare for the pairs of a manifest (label, trace1, trace2, options; TSV), one after "
+      "another in one process: one pair (--task, default $SLURM_ARRAY_TASK_ID, for a Slurm "
+      "array), a Slurm array task's --rows-per-task pairs, a range of rows, or all of them");
   cmd->add_option("MANIFEST", a->manifest, "manifest (TSV: label, trace1, trace2[, options])")
       ->required();
   cmd->add_option("--out", a->options.out_dir,
                   "directory for each pair's reports and <label>.status.json (made if missing)")
       ->required();
-  CLI::Option* all = cmd->add_flag("--all", a->all, "run every pair, one after another");
+  CLI::Option* all = cmd->add_flag("--all", a->selection.all, "run every pair, one after another");
+  const CLI::Validator task_spec(
+      [](std::string& text) -> std::string {
+        if (ParseTaskSpec(text)) return "";
+        return "'" + text +
+               "' is not a task index N nor a range of rows FIRST-LAST (FIRST <= LAST)";
+      },
+      "");
   a->task_option = cmd->add_option("--task", a->task,
-                                   "the pair to run: its index among the manifest's rows, from 0 "
-                                   "(default: $SLURM_ARRAY_TASK_ID)")
-                       ->check(CLI::NonNegativeNumber)
+                                   "the array task to run (default: $SLURM_ARRAY_TASK_ID): task N "
+                                   "runs row N of the manifest (from 0), or with --rows-per-task "
+                                   "K rows N*K to N*K+K-1; FIRST-LAST runs those rows")
+                       ->check(task_spec)
+                       ->type_name("N|FIRST-LAST")
                        ->excludes(all);
+  const CLI::Validator positive(
+      [](std::string& text) -> std::string {
+        uint32_t n = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+        if (ec == std::errc() && end == text.data() + text.size() && n > 0) return "";
+        return "'" + text + "' is not a positive integer";
+      },
+      "");
+  cmd->add_option("--rows-per-task", a->selection.rows_per_task,
+                  "rows per array task, run one after another in one process: an array of "
+                  "ceil(rows/K) tasks covers the manifest, and a job array of small pairs pays "
+                  "the start-up once per task")
+      ->check(positive)
+      ->type_name("K")
+      ->capture_default_str()
+      ->excludes(all);
   cmd->add_option("--format", a->options.formats,
                   "report formats, comma-separated (json is always written)")
       ->delimiter(',')

@@ -6,7 +6,8 @@
 #   - the slow row gets the --signal=B:TERM warning, which the batch script forwards, so
 #     tracefuse itself sees SIGTERM and writes "interrupted";
 #   - the merge job runs after the array and writes summary.md and summary.json;
-#   - usage errors exit 2 and a rejected sbatch exits 1, each with one line on stderr.
+#   - usage errors (--rows-per-task's included) exit 2 and a rejected sbatch exits 1, each
+#     with one line on stderr.
 # Exits 0/1, or 77 (skip) when Slurm cannot run here (TRACEFUSE_SLURM_REQUIRED=1: fail).
 # Takes about 35 s: the warning comes at slurmctld's first time-limit check, 30 s after
 # its start.
@@ -41,6 +42,17 @@ expect_error 2 '^submit: cannot read manifest: ' "$submit" missing.tsv out
 expect_error 2 '^submit: manifest has no data rows: ' "$submit" empty.tsv out
 expect_error 2 '^submit: manifest header must start with label' "$submit" "$here/cluster.sh" out
 expect_error 2 '^submit: TRACEFUSE_ARRAY_THROTTLE must be ' env TRACEFUSE_ARRAY_THROTTLE=0 "$submit" manifest.tsv out
+expect_error 2 "^submit: --rows-per-task must be a positive integer, not '0'$" \
+  "$submit" --rows-per-task 0 manifest.tsv out
+expect_error 2 "^submit: --rows-per-task must be a positive integer, not 'x'$" \
+  "$submit" --rows-per-task=x manifest.tsv out
+expect_error 2 '^submit: usage: ' "$submit" --rows-per-task 2 manifest.tsv
+expect_error 2 "^compare-array.sbatch: --rows-per-task must be a positive integer, not '0'$" \
+  env SLURM_ARRAY_TASK_ID=0 bash "$here/../../scripts/slurm/compare-array.sbatch" manifest.tsv out \
+  --rows-per-task 0
+expect_error 2 '^usage: sbatch --array=0-N%K compare-array.sbatch MANIFEST OUT \[--rows-per-task R\]$' \
+  env SLURM_ARRAY_TASK_ID=0 bash "$here/../../scripts/slurm/compare-array.sbatch" manifest.tsv out \
+  --rows 2
 expect_error 2 '^compare-array.sbatch: not an array task' \
   env -u SLURM_ARRAY_TASK_ID bash "$here/../../scripts/slurm/compare-array.sbatch" manifest.tsv out
 

@@ -5,6 +5,8 @@
 #define TRACEFUSE_BATCH_COMPARE_H_
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -28,11 +30,24 @@ struct CompareOptions {
 PerSide<std::string> ComparisonLabels(const TraceProfile& trace1, const TraceProfile& trace2,
                                       const std::string& label1, const std::string& label2);
 
-// RunComparison() loads the rule set and compares the two traces. On failure `exit_code` is the
-// exit code it ends `compare` with (exit_code.h): a rule set that does not load is a usage error.
+// ClassifierCache holds the rule sets one process has loaded, by name or path, so that a batch
+// of many small pairs loads each once (about 1 ms per load, with its Hyperscan database and each
+// thread's scratch) rather than once per pair. A rule set that fails to load is not kept.
+class ClassifierCache {
+ public:
+  absl::StatusOr<std::shared_ptr<const Classifier>> Get(const std::string& ruleset);
+
+ private:
+  std::map<std::string, std::shared_ptr<const Classifier>> loaded_;
+};
+
+// RunComparison() loads the rule set (from `classifiers` when given) and compares the two traces.
+// On failure `exit_code` is the exit code it ends `compare` with (exit_code.h): a rule set that
+// does not load is a usage error.
 absl::StatusOr<Comparison> RunComparison(const std::string& trace1, const std::string& trace2,
                                          const CompareOptions& options,
-                                         const PipelineOptions& pipeline, int* exit_code);
+                                         const PipelineOptions& pipeline, int* exit_code,
+                                         ClassifierCache* classifiers = nullptr);
 
 // ReadErrorMessage() is the message of an error met reading traces as `tracefuse` prints it: a
 // truncated trace's suggests --lenient, which reads it up to the cut.

@@ -20,6 +20,8 @@
 //   peak_rss_bytes     int      the process's peak resident memory so far (getrusage ru_maxrss)
 //   bytes_read         int      both traces' uncompressed bytes; 0 when it failed before
 //   host               string   gethostname()
+//   pid                int      the process's id: the rows of one array task (--rows-per-task)
+//                               run in one process, one after another, and share it
 //   slurm              object   {"job_id", "array_job_id", "array_task_id"}: the strings of
 //                               $SLURM_JOB_ID, $SLURM_ARRAY_JOB_ID, $SLURM_ARRAY_TASK_ID, or null
 //   started_at         string   UTC, ISO 8601 ("2025-01-31T12:34:56Z")
@@ -29,9 +31,11 @@
 #define TRACEFUSE_BATCH_RUN_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,11 +55,33 @@ struct BatchOptions {
   std::FILE* log = stderr;   // one progress line per pair
 };
 
-// SelectTasks() is the rows a batch runs: every row with `all`, else row `task`, else the row
-// that $SLURM_ARRAY_TASK_ID names. A usage error (InvalidArgument) when none is given or the row
-// does not exist.
-absl::StatusOr<std::vector<size_t>> SelectTasks(const Manifest& manifest, std::optional<int> task,
-                                                bool all);
+// TaskSpec is the value of `batch --task`: an array task's index (`N`), or an inclusive range of
+// rows (`FIRST-LAST`, as sbatch's --array writes one).
+struct TaskSpec {
+  uint32_t first = 0;
+  uint32_t last = 0;  // first, for an index
+  bool range = false;
+};
+
+// ParseTaskSpec() reads `N` or `FIRST-LAST` (decimal, no sign nor spaces, FIRST <= LAST);
+// nullopt when `text` is neither.
+std::optional<TaskSpec> ParseTaskSpec(std::string_view text);
+
+// TaskSelection is what picks a batch's rows.
+struct TaskSelection {
+  bool all = false;              // every row
+  std::optional<TaskSpec> task;  // else --task; without it, $SLURM_ARRAY_TASK_ID's index
+  // Array task i runs rows [i * rows_per_task, min((i + 1) * rows_per_task, rows)): an array of
+  // ceil(rows / rows_per_task) tasks covers the manifest. Not with a range (a usage error).
+  uint32_t rows_per_task = 1;
+};
+
+// SelectTasks() is the rows a batch runs, in order: every row with `all`, else those of the
+// range, or of the array task, that `task` or $SLURM_ARRAY_TASK_ID names. A usage error
+// (InvalidArgument) when none is given, when a range comes with rows_per_task above 1, or when the
+// task's first row (a range's last) is past the manifest's rows.
+absl::StatusOr<std::vector<size_t>> SelectTasks(const Manifest& manifest,
+                                                const TaskSelection& selection);
 
 // ApplyRowOptions() applies a row's options column (--ruleset, --min-group-size, --label1,
 // --label2; `--name value` or `--name=value`) over `options`. A rule file path is taken from the
@@ -63,9 +89,11 @@ absl::StatusOr<std::vector<size_t>> SelectTasks(const Manifest& manifest, std::o
 absl::Status ApplyRowOptions(const Manifest& manifest, const ManifestRow& row,
                              CompareOptions* options);
 
-// RunBatch() runs the rows `tasks` in order, skipping the pairs already complete unless `force`,
-// and returns the batch's exit code: the first non-zero exit code of a pair. A failed pair does
-// not stop the others; SIGTERM or SIGINT stops the batch at once (143, 130). An error only when
+// RunBatch() runs the rows `tasks` in order, in this process, skipping the pairs already complete
+// unless `force`, and returns the batch's exit code: the first non-zero exit code of a pair. Each
+// rule set is loaded once, for the first pair that uses it (ClassifierCache). A failed pair does
+// not stop the others; SIGTERM or SIGINT stops the batch at once (143, 130): the running pair's
+// status says "interrupted", and the rows after it are left without a status. An error only when
 // the output directory cannot be made.
 absl::StatusOr<int> RunBatch(const Manifest& manifest, const std::vector<size_t>& tasks,
                              const BatchOptions& options);
