@@ -187,8 +187,9 @@ struct TraceUnits {
   std::vector<std::string> scope_path;                 // per scope
   std::vector<std::vector<std::string>> scope_parts;   // per scope, outermost first
   std::map<int64_t, std::pair<size_t, size_t>> steps;  // step key -> [begin, end) of units
-  std::vector<uint32_t> row;    // per unit: its row's key, (key << 1) | matched
-  std::vector<uint32_t> group;  // per unit: its unmatched group, or kNone
+  // Written while the steps are aligned, by the one block that holds each unit's step.
+  mutable std::vector<uint32_t> row;    // per unit: its row's key, (key << 1) | matched
+  mutable std::vector<uint32_t> group;  // per unit: its unmatched group, or kNone
 };
 
 int64_t StepKey(int32_t step) { return step == kNoStep ? INT64_MAX : step; }
@@ -445,8 +446,7 @@ class Comparer {
 
   RowTotals& Row(const TraceUnits& t, size_t unit, bool matched, Partial* p) const {
     const uint64_t key = (uint64_t{t.key[unit]} << 1) | (matched ? 1 : 0);
-    // Blocks hold disjoint steps, so each unit is written by one block only.
-    const_cast<TraceUnits&>(t).row[unit] = static_cast<uint32_t>(key);
+    t.row[unit] = static_cast<uint32_t>(key);
     auto [it, inserted] = p->row_ids.try_emplace(key, p->rows.size());
     if (inserted) {
       const OpUnit& u = t.tree->units[unit];
@@ -461,7 +461,7 @@ class Comparer {
 
   void AddToRow(size_t u1, size_t u2, Partial* p) const {
     RowTotals& r = Row(traces_[0], u1, true, p);
-    const_cast<TraceUnits&>(traces_[1]).row[u2] = static_cast<uint32_t>(r.key);
+    traces_[1].row[u2] = static_cast<uint32_t>(r.key);
     r.sides[Side::kTrace1].Add(*traces_[0].tree, u1);
     r.sides[Side::kTrace2].Add(*traces_[1].tree, u2);
     ++p->matched;
@@ -595,7 +595,7 @@ class Comparer {
       const TraceUnits& t = traces_[static_cast<size_t>(side)];
       SideTotals totals;
       for (size_t u : units[side]) {
-        const_cast<TraceUnits&>(t).group[u] = static_cast<uint32_t>(p->groups.size());
+        t.group[u] = static_cast<uint32_t>(p->groups.size());
         kernels[side] += KernelCount(*t.tree, u);
         totals.Add(*t.tree, u);
         scopes.push_back(&t.scope_parts[t.tree->units[u].scope]);
