@@ -132,17 +132,24 @@ constexpr uint32_t kNone = UINT32_MAX;
 // FamilyTotals is kernels by family (the trace's family ids): count and time.
 using FamilyTotals = absl::flat_hash_map<uint32_t, std::pair<uint64_t, int64_t>>;
 
-// KernelsByFamily() is `totals` named and sorted: by time (descending), then family.
-std::vector<OpKernels> KernelsByFamily(const OpTree& tree, const FamilyTotals& totals) {
-  std::vector<OpKernels> kernels;
-  kernels.reserve(totals.size());
-  for (const auto& [family, counted] : totals) {
-    kernels.push_back(OpKernels{tree.families[family], counted.first, counted.second});
-  }
-  std::sort(kernels.begin(), kernels.end(), [](const OpKernels& x, const OpKernels& y) {
+// SortKernels() puts kernels by time (descending), then family.
+void SortKernels(std::vector<OpKernels>* kernels) {
+  std::sort(kernels->begin(), kernels->end(), [](const OpKernels& x, const OpKernels& y) {
     if (x.time_ns != y.time_ns) return x.time_ns > y.time_ns;
     return x.family < y.family;
   });
+}
+
+// KernelsByFamily() is `totals` named (`family_names`: a trace's family ids -> names) and sorted:
+// by time (descending), then family.
+std::vector<OpKernels> KernelsByFamily(const std::vector<std::string_view>& family_names,
+                                       const FamilyTotals& totals) {
+  std::vector<OpKernels> kernels;
+  kernels.reserve(totals.size());
+  for (const auto& [family, counted] : totals) {
+    kernels.push_back(OpKernels{family_names[family], counted.first, counted.second});
+  }
+  SortKernels(&kernels);
   return kernels;
 }
 
@@ -169,11 +176,11 @@ struct SideTotals {
       AddKernels(family, totals.first, totals.second);
     }
   }
-  OpSide ToSide(const OpTree& tree) const {
+  OpSide ToSide(const std::vector<std::string_view>& family_names) const {
     OpSide side;
     side.instances = instances;
     side.time_ns = time_ns;
-    side.kernels = KernelsByFamily(tree, kernels);
+    side.kernels = KernelsByFamily(family_names, kernels);
     return side;
   }
 };
@@ -187,6 +194,9 @@ struct TraceUnits {
   std::vector<std::string> scope_path;                 // per scope
   std::vector<std::vector<std::string>> scope_parts;   // per scope, outermost first
   std::map<int64_t, std::pair<size_t, size_t>> steps;  // step key -> [begin, end) of units
+  // The tree's op and family names, as held by the comparison (OpComparison::names).
+  std::vector<std::string_view> op_names;      // per tree name
+  std::vector<std::string_view> family_names;  // per family
   // Written while the steps are aligned, by the one block that holds each unit's step.
   mutable std::vector<uint32_t> row;    // per unit: its row's key, (key << 1) | matched
   mutable std::vector<uint32_t> group;  // per unit: its unmatched group, or kNone
@@ -265,6 +275,7 @@ class Comparer {
     });
     Partial all;
     size_t groups = 0;
+    for (TraceUnits& t : traces_) t.key = std::vector<uint32_t>();  // aligned: no longer needed
     for (const Partial& block : blocks) groups += block.groups.size();
     all.groups.reserve(groups);
     std::vector<size_t> first_group(blocks.size());
@@ -289,6 +300,8 @@ class Comparer {
     TraceUnits t;
     t.profile = &profile;
     t.tree = &tree;
+    t.op_names = HoldNames(tree.names);
+    t.family_names = HoldNames(tree.families);
     t.row.assign(tree.units.size(), kNone);
     t.group.assign(tree.units.size(), kNone);
     t.scope_parts.resize(tree.scopes.size());
@@ -321,6 +334,18 @@ class Comparer {
     return t;
   }
 
+  // HoldNames() is `names` as held by the comparison, each distinct name once.
+  std::vector<std::string_view> HoldNames(const std::vector<std::string>& names) {
+    std::vector<std::string_view> held;
+    held.reserve(names.size());
+    for (const std::string& name : names) {
+      auto [it, added] = held_names_.try_emplace(name, std::string_view());
+      if (added) it->second = out_.names.emplace_back(name);
+      held.push_back(it->second);
+    }
+    return held;
+  }
+
   // NumberGroups() turns each unit's group, numbered within its block of steps, into its place
   // among all the groups: block b's groups begin at first_group[b].
   void NumberGroups(const std::vector<int64_t>& steps, size_t steps_per_block,
@@ -350,12 +375,9 @@ class Comparer {
       instance_of.try_emplace(static_cast<uint32_t>(side == Side::kTrace1 ? top[i].u1 : top[i].u2),
                               i);
     }
-    std::vector<FamilyTotals> groups(all->groups.size());
-    struct Counted {
-      uint32_t family;
-      uint64_t count;
-      int64_t time_ns;
-    };
+    // A group has few families: a short list each, where a hash map each would take more than
+    // the groups themselves (10^5 of them on a 4 GB pair).
+    std::vector<std::vector<Counted>> groups(all->groups.size());
     std::vector<Counted> run;  // the current unit's kernels, by family
     uint32_t current = kNone;
     auto add = [](const Counted& c, FamilyTotals* totals) {
@@ -369,7 +391,8 @@ class Comparer {
       auto instance = instance_of.find(current);
       for (const Counted& c : run) {
         add(c, &row);
-        if (t.group[current] != kNone) add(c, &groups[t.group[current]]);
+        if (t.group[current] != kNone)
+          Count(c.family, c.count, c.time_ns, &groups[t.group[current]]);
         if (instance != instance_of.end()) add(c, &instances[instance->second]);
       }
       run.clear();
@@ -382,18 +405,39 @@ class Comparer {
         flush();
         current = unit;
       }
-      const uint32_t family = t.tree->name_family[k.name];
-      auto it = std::find_if(run.begin(), run.end(),
-                             [family](const Counted& c) { return c.family == family; });
-      if (it == run.end()) it = run.insert(run.end(), Counted{family, 0, 0});
-      ++it->count;
-      it->time_ns += k.dur_ns;
+      Count(t.tree->name_family[k.name], 1, k.dur_ns, &run);
     });
     flush();
     for (size_t g = 0; g < groups.size(); ++g) {
-      all->groups[g].sides[side].kernels = KernelsByFamily(*t.tree, groups[g]);
+      all->groups[g].sides[side].kernels = Named(t.family_names, groups[g]);
+      groups[g] = std::vector<Counted>();
     }
     return instances;
+  }
+
+  // Counted is one family's kernels in a short list of them.
+  struct Counted {
+    uint32_t family;
+    uint64_t count;
+    int64_t time_ns;
+  };
+  static void Count(uint32_t family, uint64_t count, int64_t time_ns, std::vector<Counted>* list) {
+    auto it = std::find_if(list->begin(), list->end(),
+                           [family](const Counted& c) { return c.family == family; });
+    if (it == list->end()) it = list->insert(list->end(), Counted{family, 0, 0});
+    it->count += count;
+    it->time_ns += time_ns;
+  }
+  // Named() is KernelsByFamily() for a short list.
+  static std::vector<OpKernels> Named(const std::vector<std::string_view>& family_names,
+                                      const std::vector<Counted>& counted) {
+    std::vector<OpKernels> kernels;
+    kernels.reserve(counted.size());
+    for (const Counted& c : counted) {
+      kernels.push_back(OpKernels{family_names[c.family], c.count, c.time_ns});
+    }
+    SortKernels(&kernels);
+    return kernels;
   }
 
   std::pair<size_t, size_t> StepRange(const TraceUnits& t, int64_t step) const {
@@ -600,10 +644,10 @@ class Comparer {
         totals.Add(*t.tree, u);
         scopes.push_back(&t.scope_parts[t.tree->units[u].scope]);
         if (g.ops[side].size() < UnmatchedGroup::kGroupOpNames) {
-          g.ops[side].push_back(t.tree->names[t.tree->units[u].name]);
+          g.ops[side].push_back(t.op_names[t.tree->units[u].name]);
         }
       }
-      g.sides[side] = totals.ToSide(*t.tree);
+      g.sides[side] = totals.ToSide(t.family_names);
       g.op_count[side] = units[side].size();
     }
     g.scope = CommonScope(scopes);
@@ -661,7 +705,7 @@ class Comparer {
     out_.unmatched_groups = std::move(all->groups);
     for (RowTotals& r : all->rows) {
       for (Side side : kSides) {
-        r.row.sides[side] = r.sides[side].ToSide(*traces_[static_cast<size_t>(side)].tree);
+        r.row.sides[side] = r.sides[side].ToSide(traces_[static_cast<size_t>(side)].family_names);
       }
       r.row.instances = r.row.matched ? r.row.sides[Side::kTrace1].instances
                                       : r.row.sides[Side::kTrace1].instances +
@@ -708,7 +752,7 @@ class Comparer {
       SideTotals totals;
       totals.Add(*traces_[s].tree, units[s]);
       totals.kernels = *kernels[side];
-      m.sides[side] = totals.ToSide(*traces_[s].tree);
+      m.sides[side] = totals.ToSide(traces_[s].family_names);
       m.graph[side] = traces_[s].tree->units[units[s]].graph;
       m.units[side] = static_cast<uint32_t>(units[s]);
     }
@@ -717,8 +761,9 @@ class Comparer {
 
   const OpCompareOptions& options_;
   StringMap<uint32_t> key_ids_;
+  OpComparison out_;                        // before traces_: Prepare() adds their names to it
+  StringMap<std::string_view> held_names_;  // in out_.names
   PerSide<TraceUnits> traces_;
-  OpComparison out_;
 };
 
 }  // namespace

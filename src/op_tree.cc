@@ -246,6 +246,10 @@ uint64_t BytesOf(const std::vector<T>& v) {
   return v.capacity() * sizeof(T);
 }
 
+template <typename T>
+uint64_t BytesOf(const std::deque<T>& d) {
+  return d.size() * sizeof(T);
+}
 uint64_t BytesOf(const std::vector<std::string>& strings) {
   uint64_t bytes = strings.capacity() * sizeof(std::string);
   for (const std::string& s : strings) bytes += s.capacity();
@@ -344,7 +348,7 @@ class UnitLinker {
     *held = Bytes();
     std::vector<GroupLink> group_link = LinkGroups(p);
     OrderUnits(threads, &group_link);
-    held->units = std::max(held->units, BytesOf(tree_.units) + ordering_bytes_);
+    held->units = std::max(held->units, ordering_bytes_);  // the units took the pending ones' place
     AttributeKernels(p, group_link);
     return std::move(tree_);
   }
@@ -511,25 +515,40 @@ class UnitLinker {
       return x.position < y.position;
     });
     std::vector<uint32_t> new_index(pending_.size(), kNone);
-    tree_.units.resize(order.size());
-    for (uint32_t i = 0; i < order.size(); ++i) {
-      const uint32_t u = order[i];
-      new_index[u] = i;
-      OpUnit& unit = tree_.units[i];
-      unit.name = pending_[u].name;
-      unit.scope = pending_[u].scope;
-      unit.step = step[u];
-      unit.is_launch = (unit_flags_[u] & kLaunch) != 0;
-      unit.graph = (unit_flags_[u] & kGraph) != 0;
-    }
-    ordering_bytes_ = pending_.size() * (sizeof(PendingUnit) + sizeof(uint8_t)) + BytesOf(step) +
-                      BytesOf(order) + BytesOf(new_index);
-    pending_ = std::deque<PendingUnit>();
-    unit_flags_ = std::deque<uint8_t>();
-    latest_end_ = std::vector<int64_t>();
+    for (uint32_t i = 0; i < order.size(); ++i) new_index[order[i]] = i;
     for (GroupLink& link : *group_link) {
       if (link.unit != kNone) link.unit = new_index[link.unit];
     }
+    const size_t kept = order.size();
+    ordering_bytes_ = pending_.size() * (sizeof(PendingUnit) + sizeof(uint8_t)) + BytesOf(step) +
+                      BytesOf(order) + BytesOf(new_index);
+    order = std::vector<uint32_t>();
+    // Each pending unit becomes its OpUnit as the deque's blocks are freed, so the units take the
+    // blocks the pending units leave (the same size); then they move to their places, the units
+    // no kernel came to after the kept ones, to be dropped.
+    uint32_t dropped = static_cast<uint32_t>(kept);
+    for (uint32_t u = 0; !pending_.empty(); ++u) {
+      OpUnit unit;
+      unit.name = pending_.front().name;
+      unit.scope = pending_.front().scope;
+      unit.step = step[u];
+      unit.is_launch = (unit_flags_[u] & kLaunch) != 0;
+      unit.graph = (unit_flags_[u] & kGraph) != 0;
+      tree_.units.push_back(unit);
+      pending_.pop_front();
+      if (new_index[u] == kNone) new_index[u] = dropped++;
+    }
+    for (size_t i = 0; i < tree_.units.size(); ++i) {
+      while (new_index[i] != i) {
+        const uint32_t to = new_index[i];
+        std::swap(tree_.units[i], tree_.units[to]);
+        std::swap(new_index[i], new_index[to]);
+      }
+    }
+    tree_.units.resize(kept);
+    pending_ = std::deque<PendingUnit>();
+    unit_flags_ = std::deque<uint8_t>();
+    latest_end_ = std::vector<int64_t>();
   }
 
   // RankThreads() ranks the threads of `units` by their first unit's start, then by name.
@@ -553,7 +572,7 @@ class UnitLinker {
   OpTree tree_;
   std::deque<PendingUnit> pending_;  // grows without copying
   std::deque<uint8_t> unit_flags_;   // per pending unit
-  uint64_t ordering_bytes_ = 0;      // what OrderUnits() held beside the OpUnits
+  uint64_t ordering_bytes_ = 0;      // what OrderUnits() held at its largest
   GroupIndex correlations_;          // correlation id -> its entry of links_
   std::vector<CallLink> links_;
   std::vector<int64_t> latest_end_;  // per step: the latest end among it and those before

@@ -164,6 +164,56 @@ TEST(Cli, StatsOnAGeneratedTrace) {
       << text.out;
 }
 
+// stats --by-op says how the CPU side reached the op tree and what the tree held: nested as it
+// arrived from a file, collected whole from a pipe (which cannot be read twice), the same tree
+// either way.
+TEST(Cli, StatsByOpSaysHowTheCpuSideWasRead) {
+  testing::TempDir dir;
+  const std::string trace = dir.path() + "/t.json";
+  ASSERT_EQ(RunCommand(StrCat(TRACEFUSE_GEN, " --platform amd --steps 5 --layers 2 -o ", trace))
+                .exit_code,
+            0);
+  RunResult ops = RunCommand(StrCat(Bin(), " ops --format json ", trace, " ", trace));
+  ASSERT_EQ(ops.exit_code, 0) << ops.err;
+  const nlohmann::json top_level_ops = nlohmann::json::parse(ops.out)["traces"][0]["top_level_ops"];
+  RunResult file = RunCommand(StrCat(Bin(), " stats --by-op --format json ", trace));
+  RunResult pipe =
+      RunCommand(StrCat("(cat ", trace, " | ", Bin(), " stats --by-op --format json -)"));
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  ASSERT_EQ(pipe.exit_code, 0) << pipe.err;
+  const nlohmann::json streamed = nlohmann::json::parse(file.out)["cpu_side"];
+  const nlohmann::json collected = nlohmann::json::parse(pipe.out)["cpu_side"];
+  EXPECT_EQ(streamed["path"], "streamed");
+  EXPECT_TRUE(streamed["any_order_reason"].is_null());
+  EXPECT_EQ(collected["path"], "any-order");
+  EXPECT_EQ(collected["any_order_reason"], "the input cannot be read twice");
+  for (const nlohmann::json& cpu_side : {streamed, collected}) {
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : cpu_side.items()) keys.push_back(key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"any_order_reason", "bytes", "events_read_again",
+                                              "path", "steps", "top_level_ops"}));
+    EXPECT_EQ(cpu_side["events_read_again"], 0);
+    EXPECT_EQ(cpu_side["top_level_ops"], top_level_ops);
+    EXPECT_EQ(cpu_side["steps"], 5);
+    const nlohmann::json& bytes = cpu_side["bytes"];
+    uint64_t parts = 0;
+    for (const char* part :
+         {"units", "correlation_index", "nesting", "collected_events", "names"}) {
+      parts += bytes.at(part).get<uint64_t>();
+    }
+    EXPECT_EQ(bytes["total"].get<uint64_t>(), parts);
+    EXPECT_GT(bytes["units"].get<uint64_t>(), 0u);
+  }
+  EXPECT_EQ(streamed["bytes"]["collected_events"], 0);
+  EXPECT_GT(collected["bytes"]["collected_events"].get<uint64_t>(), 0u);
+  RunResult text = RunCommand(StrCat("(cat ", trace, " | ", Bin(), " stats --by-op -)"));
+  EXPECT_NE(text.out.find("cpu side                   any-order (the input cannot be read twice)\n"
+                          "  top-level ops            " +
+                          top_level_ops.dump() + "\n  steps                    5\n"),
+            std::string::npos)
+      << text.out;
+}
+
 // Kernel events with a field missing or of the wrong type are kept and counted, per reason, in
 // stats (text and JSON) and in compare's "tracefuse" block: nothing disappears silently.
 TEST(Cli, KernelsWithMissingOrWrongFieldsAreCountedPerReason) {

@@ -221,8 +221,9 @@ std::string SectionOf(const std::string& html, const std::string& id) {
   return html.substr(begin, html.find("</section>", begin) - begin);
 }
 
-// OneFamily() is an op side whose instances run one kernel family.
-OpSide OneFamily(uint64_t instances, const std::string& family, int64_t time_ns) {
+// OneFamily() is an op side whose instances run one kernel family (a literal, which the side
+// views, as it views the names an OpComparison holds).
+OpSide OneFamily(uint64_t instances, std::string_view family, int64_t time_ns) {
   return {instances, {{family, instances, time_ns}}, time_ns};
 }
 

@@ -2,11 +2,14 @@
 
 #include <sys/resource.h>
 
+#include <fstream>
 #include <map>
+#include <random>
 #include <tuple>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "profile_builder.h"
 #include "simdjson.h"
 #include "test_util.h"
@@ -664,6 +667,118 @@ TEST(Pipeline, OpComparisonIsTheSameForEveryThreadCountAndChunkSize) {
       EXPECT_EQ(OpsDigest(c->ops), expected) << threads << " threads, chunks of " << chunk;
     }
   }
+}
+
+// Shuffled() writes `path`'s trace with its events in a random (seeded) order: no thread's CPU
+// events stay in time order, so its CPU side cannot be nested as it arrives.
+std::string Shuffled(const testing::TempDir& dir, const std::string& path,
+                     const std::string& name) {
+  std::ifstream in(path);
+  nlohmann::json trace = nlohmann::json::parse(in);
+  std::vector<nlohmann::json> events = trace["traceEvents"].get<std::vector<nlohmann::json>>();
+  std::mt19937 random(42);
+  std::shuffle(events.begin(), events.end(), random);
+  trace["traceEvents"] = events;
+  const std::string out = dir.path() + "/" + name;
+  std::ofstream(out) << trace.dump(1);
+  return out;
+}
+
+// The CPU side nested as it arrives (PipelineOptions::stream_cpu_side) gives the comparison
+// that collecting it whole gives, on every layout, thread count and chunk size; a trace whose
+// CPU events are out of order falls back to collecting, from the chunk where it noticed, and says
+// why.
+TEST(Pipeline, StreamedCpuSideComparesAsTheAnyOrderPath) {
+  testing::TempDir dir;
+  const std::string amd =
+      Generate(dir, "a.json", "--platform amd --steps 40 --layers 3 --layout compact");
+  const std::string nvidia =
+      Generate(dir, "n.json", "--platform nvidia --steps 30 --layers 3 --layout lines");
+  const std::string eager1 = dir.path() + "/e1.json", eager2 = dir.path() + "/e2.json";
+  auto r = testing::RunCommand(std::string(TRACEFUSE_GEN) + " --eager --platform amd -o " + eager1 +
+                               " --pair-output " + eager2);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string shuffled1 = Shuffled(dir, eager1, "s1.json");
+  const std::string shuffled2 = Shuffled(dir, amd, "s2.json");
+  auto classifier = LoadClassifier("tracefuse");
+  ASSERT_TRUE(classifier.ok());
+  for (const auto& [path1, path2, in_order] :
+       {std::tuple{amd, nvidia, true}, std::tuple{eager1, eager2, true},
+        std::tuple{shuffled1, shuffled2, false}}) {
+    SCOPED_TRACE(path1 + " against " + path2);
+    PipelineOptions collected;
+    collected.threads = 1;
+    collected.speculative_cuts = false;
+    collected.stream_cpu_side = false;
+    auto reference = CompareOperators(path1, path2, *classifier, collected, OpCompareOptions());
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    for (Side side : kSides) {
+      EXPECT_EQ(reference->traces[side].host.path, CpuSidePath::kAnyOrder);
+      EXPECT_EQ(reference->traces[side].host.any_order_reason, "streaming was turned off");
+    }
+    const std::string expected = OpsDigest(reference->ops);
+    EXPECT_GT(reference->ops.matched_ops, 0u);
+    for (int threads : {1, 2, 7}) {
+      for (size_t chunk : {size_t{4096}, size_t{64} << 10, size_t{8} << 20}) {
+        SCOPED_TRACE(StrCat(threads, " threads, chunks of ", chunk));
+        PipelineOptions o;
+        o.threads = threads;
+        o.chunk_bytes = chunk;
+        auto c = CompareOperators(path1, path2, *classifier, o, OpCompareOptions());
+        ASSERT_TRUE(c.ok()) << c.status();
+        EXPECT_EQ(OpsDigest(c->ops), expected);
+        for (Side side : kSides) {
+          const TraceHost& host = c->traces[side].host;
+          if (in_order) {
+            EXPECT_EQ(host.path, CpuSidePath::kStreamed);
+            EXPECT_EQ(host.any_order_reason, "");
+            EXPECT_EQ(host.events_read_again, 0u);
+          } else {
+            EXPECT_EQ(host.path, CpuSidePath::kAnyOrder);
+            EXPECT_TRUE(
+                absl::StrContains(host.any_order_reason, "is out of its thread's time order"))
+                << host.any_order_reason;
+            // Small chunks notice past the first chunk, and read the events before it again.
+            if (chunk == 4096) {
+              EXPECT_GT(host.events_read_again, 0u);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Real Kineto traces write their cpu_ops, Python frames and runtime calls in separate blocks: the
+// ones we know take the any-order path after a first streamed stretch. Either way they compare
+// as if collected.
+TEST(Pipeline, RealTracesCompareAlikeStreamedOrCollected) {
+  TRACEFUSE_REQUIRE_SHARED();
+  auto classifier = LoadClassifier("tracefuse");
+  ASSERT_TRUE(classifier.ok());
+  const std::string real = testing::SharedDir() + "/traces/real/";
+  size_t compared = 0;
+  for (const std::string& gz : testing::FilesIn(real, ".json.gz")) {
+    if (gz.find("rocprof") != std::string::npos) continue;  // no CPU side
+    SCOPED_TRACE(gz);
+    PipelineOptions collected;
+    collected.stream_cpu_side = false;
+    auto reference = CompareOperators(gz, gz, *classifier, collected, OpCompareOptions());
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    PipelineOptions streamed;
+    streamed.chunk_bytes = size_t{256} << 10;
+    auto c = CompareOperators(gz, gz, *classifier, streamed, OpCompareOptions());
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(OpsDigest(c->ops), OpsDigest(reference->ops));
+    const TraceHost& host = c->traces[Side::kTrace1].host;
+    if (host.path != CpuSidePath::kStreamed) {
+      EXPECT_EQ(host.path, CpuSidePath::kAnyOrder);
+      EXPECT_TRUE(absl::StrContains(host.any_order_reason, "is out of its thread's time order"))
+          << host.any_order_reason;
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 10u);
 }
 
 }  // namespace

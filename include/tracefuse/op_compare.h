@@ -12,8 +12,10 @@
 #define TRACEFUSE_OP_COMPARE_H_
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,9 +39,10 @@ struct OpCompareOptions {
   size_t top_instances = 20;
 };
 
-// OpKernels is one kernel family's kernels under a unit or a table row.
+// OpKernels is one kernel family's kernels under a unit or a table row. The family's name is
+// held by the OpComparison (OpComparison::names).
 struct OpKernels {
-  std::string family;
+  std::string_view family;
   uint64_t count = 0;
   int64_t time_ns = 0;
 };
@@ -75,7 +78,8 @@ struct UnmatchedGroup {
   int32_t step = kNoStep;
   std::string scope;  // the deepest scope all its units share
   PerSide<OpSide> sides;
-  PerSide<std::vector<std::string>> ops;  // the first kGroupOpNames op names of each side
+  // The first kGroupOpNames op names of each side, held by the OpComparison.
+  PerSide<std::vector<std::string_view>> ops;
   PerSide<uint64_t> op_count{};
 
   int64_t delta_ns() const { return TimeDelta(sides); }
@@ -173,8 +177,20 @@ struct FusionDifference {
 // FusionDifferenceKindName() is "op", "module" or "graph".
 const char* FusionDifferenceKindName(FusionDifferenceKind kind);
 
-// OpComparison is CompareOps()'s result.
+// OpComparison is CompareOps()'s result. It moves and does not copy: its rows, groups and
+// instances view the names it holds.
 struct OpComparison {
+  OpComparison() = default;
+  OpComparison(OpComparison&&) = default;
+  OpComparison& operator=(OpComparison&&) = default;
+  OpComparison(const OpComparison&) = delete;
+  OpComparison& operator=(const OpComparison&) = delete;
+
+  // names holds each op and kernel-family name that the groups and kernel lists view, once: a
+  // comparison of two multi-GB traces has 10^5 groups of up to 50 ops each, but hundreds of
+  // distinct names. A deque, so that a name does not move when another is added or the
+  // comparison moves.
+  std::deque<std::string> names;
   PerSide<OpTraceSummary> traces;
   uint64_t matched_ops = 0;                      // pairs
   uint64_t capped_steps = 0;                     // steps aligned key by key, past the edit cap

@@ -26,6 +26,7 @@
 #define TRACEFUSE_OP_TREE_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -101,8 +102,9 @@ struct OpTree {
   std::vector<ScopeNode> scopes;      // scopes[kRootScope] is the empty path
   std::vector<StepSpan> steps;        // by start
   // Units by step (kNoStep last), thread (threads ranked by their first unit's start, then by
-  // name), start, and position among the trace's events.
-  std::vector<OpUnit> units;
+  // name), start, and position among the trace's events. A deque: they are laid out in the
+  // memory of the units as read, block by block, not beside it.
+  std::deque<OpUnit> units;
   std::vector<uint32_t> name_family;  // per kernel name of the profile: its family
   // Kernels no runtime call launched, by family: by time (descending), then family.
   std::vector<UnitKernels> no_launch_kernels;

@@ -11,9 +11,9 @@ double Millis(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 std::string MillisText(int64_t ns) { return fmt::format("{:.3f}", Millis(ns)); }
 
-std::string Shorten(const std::string& s, size_t n) {
+std::string Shorten(std::string_view s, size_t n) {
   const std::string_view prefix = Utf8Prefix(s, n);
-  return prefix.size() < s.size() ? StrCat(prefix, "...") : s;
+  return prefix.size() < s.size() ? StrCat(prefix, "...") : std::string(s);
 }
 
 double Micros(int64_t ns) { return static_cast<double>(ns) / 1000.0; }

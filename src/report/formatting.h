@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "report/py_json_writer.h"
 #include "tracefuse/reduce.h"
@@ -18,7 +19,7 @@ double Millis(int64_t ns);
 std::string MillisText(int64_t ns);
 
 // Shorten() cuts `s` to `n` characters (at a UTF-8 boundary) and marks the cut with "...".
-std::string Shorten(const std::string& s, size_t n);
+std::string Shorten(std::string_view s, size_t n);
 
 // Micros() converts nanoseconds to microseconds directly (`stats`).
 double Micros(int64_t ns);

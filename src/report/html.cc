@@ -171,7 +171,7 @@ std::string BarChartSvg(const std::vector<BarRow>& rows, std::string_view title)
       kChartWidth, y - kRowGap / 2, HtmlEscaped(title), kBarLeft, body);
 }
 
-std::string KernelNameCode(const std::string& name, size_t shown_chars) {
+std::string KernelNameCode(std::string_view name, size_t shown_chars) {
   constexpr size_t kTitleChars = 2000;
   const std::string shown = Shorten(name, shown_chars);
   if (shown == name) return StrCat("<code>", HtmlEscaped(name), "</code>");

@@ -73,7 +73,7 @@ std::string BarChartSvg(const std::vector<BarRow>& rows, std::string_view title)
 // KernelNameCode() is a kernel name as table text: <code>, cut to `shown_chars` characters with
 // the name (up to 2,000 characters) on hover when cut. Template arguments make names long, and
 // their tail is what tells two apart.
-std::string KernelNameCode(const std::string& name, size_t shown_chars);
+std::string KernelNameCode(std::string_view name, size_t shown_chars);
 
 // SequenceCell is one kernel of an aligned sequence (a `.seq` strip: two rows of cells, one per
 // side): its category's colour class, whether it is faded (`aside`: not what the strip is shown

@@ -78,7 +78,8 @@ std::string CategoryCounts(const std::vector<std::pair<std::string, uint64_t>>& 
   return out.empty() ? "(none)" : out;
 }
 
-std::string NameList(const std::vector<std::string>& names, uint64_t count, size_t shown) {
+template <typename Name>  // std::string or std::string_view
+std::string NameList(const std::vector<Name>& names, uint64_t count, size_t shown) {
   std::string out;
   for (size_t i = 0; i < names.size() && i < shown; ++i) {
     out += StrCat(i ? ", " : "", "<code>", HtmlEscaped(names[i]), "</code>");

@@ -91,7 +91,7 @@ void GroupJson(const UnmatchedGroup& g, PyJsonWriter* w) {
     w->Field("op_count", g.op_count[side]);
     w->Key("ops");
     w->BeginArray();
-    for (const std::string& op : g.ops[side]) w->Value(op);
+    for (std::string_view op : g.ops[side]) w->Value(op);
     w->EndArray();
     w->EndObject();
   }

@@ -218,7 +218,8 @@ void OpsPage::Groups() {
     for (Side side : kSides) {
       std::string names;
       for (size_t i = 0; i < g->ops[side].size() && i < 4; ++i) {
-        names += (i ? ", " : "") + g->ops[side][i];
+        if (i > 0) names += ", ";
+        names += g->ops[side][i];
       }
       if (g->op_count[side] > 4) names += fmt::format(", {} more", g->op_count[side] - 4);
       sides += fmt::format("{}{} [{}] {} us", side == Side::kTrace1 ? "" : " | ", Label(side),
