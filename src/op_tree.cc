@@ -305,6 +305,10 @@ class UnitLinker {
     return f;
   }
 
+  // ForgetHostNames() starts a new numbering of host names (a streamed chunk's own): the
+  // normalised names stay, only the cache by host name goes.
+  void ForgetHostNames() { normalized_.clear(); }
+
   // Link() gives `call`'s correlation id, unless an earlier call carried it, the unit its
   // kernels go to: that of the outermost cpu_op or else the nearest annotation above the call
   // (`innermost` is the innermost open event, nullptr for none), or else a unit of its own, the
@@ -704,12 +708,10 @@ struct CpuSideStream::Impl {
   };
 
   UnitLinker linker;
-  StringMap<uint32_t> name_ids;
-  std::vector<std::string> names;
   StringMap<uint32_t> thread_ids;
   std::vector<std::string> threads;
   std::vector<Thread> state;
-  std::vector<uint32_t> chunk_names, chunk_threads;  // a chunk's ids -> the trace's
+  std::vector<uint32_t> chunk_threads;  // a chunk's thread ids -> the trace's
   uint64_t events_without_times = 0;
   std::string disorder;
 
@@ -724,7 +726,9 @@ struct CpuSideStream::Impl {
   }
 
   bool Consume(const HostActivity& chunk, uint64_t first_position) {
-    Intern(chunk.names, &name_ids, &names, &chunk_names);
+    // Host names are not kept past their chunk: the linker keeps the ones it uses, normalised (a
+    // trace may name each of its steps differently).
+    linker.ForgetHostNames();
     Intern(chunk.threads, &thread_ids, &threads, &chunk_threads);
     if (state.size() < threads.size()) state.resize(threads.size());
     // Ops and calls are each in trace order: merge them by position.
@@ -733,22 +737,20 @@ struct CpuSideStream::Impl {
       if (c == chunk.calls.size() ||
           (o < chunk.ops.size() && chunk.ops[o].position < chunk.calls[c].position)) {
         HostOp op = chunk.ops[o++];
-        op.name = chunk_names[op.name];
         op.thread = chunk_threads[op.thread];
         op.position = static_cast<uint32_t>(first_position + op.position);
-        if (!Open(op)) return false;
+        if (!Open(op, chunk.names[op.name])) return false;
       } else {
         RuntimeCall call = chunk.calls[c++];
-        call.name = chunk_names[call.name];
         call.thread = chunk_threads[call.thread];
         call.position = static_cast<uint32_t>(first_position + call.position);
-        if (!Place(call)) return false;
+        if (!Place(call, chunk.names[call.name])) return false;
       }
     }
     return true;
   }
 
-  bool Open(const HostOp& op) {
+  bool Open(const HostOp& op, std::string_view name) {
     Thread& t = state[op.thread];
     if (!t.OpInOrder(op)) return OutOfOrder(KindName(op.kind), op.position, op.thread);
     t.any_op = true;
@@ -756,18 +758,18 @@ struct CpuSideStream::Impl {
     t.op_dur = op.dur_ns;
     t.op_kind = op.kind;
     t.CloseBefore(op.ts_ns);
-    const Frame f = linker.Open(t.innermost(), op, names[op.name], op.thread);
+    const Frame f = linker.Open(t.innermost(), op, name, op.thread);
     t.open.push_back(f);
     return true;
   }
 
-  bool Place(const RuntimeCall& call) {
+  bool Place(const RuntimeCall& call, std::string_view name) {
     Thread& t = state[call.thread];
     if (!t.CallInOrder(call)) return OutOfOrder("runtime call", call.position, call.thread);
     t.any_call = true;
     t.call_ts = call.ts_ns;
     t.CloseBefore(call.ts_ns);
-    linker.Link(t.innermost(), call, names[call.name], call.thread);
+    linker.Link(t.innermost(), call, name, call.thread);
     return true;
   }
 
@@ -781,10 +783,9 @@ struct CpuSideStream::Impl {
 
   CpuSideBytes Bytes() const {
     CpuSideBytes b = linker.Bytes();
-    b.nesting = BytesOf(state) + BytesOf(chunk_names) + BytesOf(chunk_threads);
+    b.nesting = BytesOf(state) + BytesOf(chunk_threads);
     for (const Thread& t : state) b.nesting += BytesOf(t.open);
-    b.names += BytesOf(names) + BytesOf(threads) +
-               (name_ids.capacity() + thread_ids.capacity()) * (sizeof(std::string) + 8);
+    b.names += BytesOf(threads) + thread_ids.capacity() * (sizeof(std::string) + 8);
     return b;
   }
 
