@@ -638,37 +638,6 @@ std::string OpsDigest(const OpComparison& c) {
   return out;
 }
 
-// The op-level comparison reads the CPU side across chunk boundaries: its positions, nesting
-// and links must not depend on how the traces were cut or on the thread count.
-TEST(Pipeline, OpComparisonIsTheSameForEveryThreadCountAndChunkSize) {
-  testing::TempDir dir;
-  const std::string amd =
-      Generate(dir, "a.json", "--platform amd --steps 60 --layers 3 --layout compact");
-  const std::string nvidia =
-      Generate(dir, "n.json", "--platform nvidia --steps 50 --layers 3 --layout kineto");
-  auto classifier = LoadClassifier("tracefuse");
-  ASSERT_TRUE(classifier.ok());
-  PipelineOptions exact;
-  exact.threads = 1;
-  exact.speculative_cuts = false;
-  auto reference = CompareOperators(amd, nvidia, *classifier, exact, OpCompareOptions());
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  const std::string expected = OpsDigest(reference->ops);
-  // Every op of the shorter trace's steps finds its match (tools/gen.cc: per NVIDIA step, 8 step
-  // ops, the op around the graph launch and an aten::fill_ per eager kernel, 7 of them).
-  EXPECT_EQ(reference->ops.matched_ops, 50u * (8 + 1 + 7));
-  for (int threads : {2, 7}) {
-    for (size_t chunk : {size_t{4096}, size_t{64} << 10, size_t{8} << 20}) {
-      PipelineOptions o;
-      o.threads = threads;
-      o.chunk_bytes = chunk;
-      auto c = CompareOperators(amd, nvidia, *classifier, o, OpCompareOptions());
-      ASSERT_TRUE(c.ok()) << c.status();
-      EXPECT_EQ(OpsDigest(c->ops), expected) << threads << " threads, chunks of " << chunk;
-    }
-  }
-}
-
 // Shuffled() writes `path`'s trace with its events in a random (seeded) order: no thread's CPU
 // events stay in time order, so its CPU side cannot be nested as it arrives.
 std::string Shuffled(const testing::TempDir& dir, const std::string& path,
@@ -684,16 +653,17 @@ std::string Shuffled(const testing::TempDir& dir, const std::string& path,
   return out;
 }
 
-// The CPU side nested as it arrives (PipelineOptions::stream_cpu_side) gives the comparison
-// that collecting it whole gives, on every layout, thread count and chunk size; a trace whose
-// CPU events are out of order falls back to collecting, from the chunk where it noticed, and says
-// why.
+// The op-level comparison reads the CPU side across chunk boundaries: its positions, nesting
+// and links must not depend on how the traces were cut or on the thread count. Nested as it
+// arrives (PipelineOptions::stream_cpu_side), the CPU side gives the comparison that collecting
+// it whole gives, on every layout, thread count and chunk size; a trace whose CPU events are out
+// of order falls back to collecting, from the chunk where it noticed, and says why.
 TEST(Pipeline, StreamedCpuSideComparesAsTheAnyOrderPath) {
   testing::TempDir dir;
   const std::string amd =
-      Generate(dir, "a.json", "--platform amd --steps 40 --layers 3 --layout compact");
+      Generate(dir, "a.json", "--platform amd --steps 60 --layers 3 --layout compact");
   const std::string nvidia =
-      Generate(dir, "n.json", "--platform nvidia --steps 30 --layers 3 --layout lines");
+      Generate(dir, "n.json", "--platform nvidia --steps 50 --layers 3 --layout lines");
   const std::string eager1 = dir.path() + "/e1.json", eager2 = dir.path() + "/e2.json";
   auto r = testing::RunCommand(std::string(TRACEFUSE_GEN) + " --eager --platform amd -o " + eager1 +
                                " --pair-output " + eager2);
@@ -718,6 +688,11 @@ TEST(Pipeline, StreamedCpuSideComparesAsTheAnyOrderPath) {
     }
     const std::string expected = OpsDigest(reference->ops);
     EXPECT_GT(reference->ops.matched_ops, 0u);
+    if (path1 == amd) {
+      // Every op of the shorter trace's steps finds its match (tools/gen.cc: per NVIDIA step, 8
+      // step ops, the op around the graph launch and an aten::fill_ per eager kernel, 7 of them).
+      EXPECT_EQ(reference->ops.matched_ops, 50u * (8 + 1 + 7));
+    }
     for (int threads : {1, 2, 7}) {
       for (size_t chunk : {size_t{4096}, size_t{64} << 10, size_t{8} << 20}) {
         SCOPED_TRACE(StrCat(threads, " threads, chunks of ", chunk));
