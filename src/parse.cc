@@ -1,8 +1,13 @@
 #include "tracefuse/parse.h"
 
+#include <sys/mman.h>
+
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "simdjson.h"
@@ -162,15 +167,64 @@ struct EventFields {
 
 constexpr std::string_view kModulePrefix = "nn.Module: ";
 
+// HugePageBuffer is a parser's buffer: uninitialized memory of its own, 2 MiB-aligned and advised
+// to be backed by transparent huge pages (MADV_HUGEPAGE), so that its first touch faults it in
+// 2 MiB at a time. On this project's VMs (nested, paravirtualized page tables) a fresh 4 KiB page
+// costs 20-50 us to fault in, a 2 MiB huge page 0.5-3 ms: a chunk's buffer was most of a small
+// trace's fixed cost (docs/performance.md, "Small files"). Malloc'd memory would not do: the
+// allocator's own writes would touch each 2 MiB range first, and a range that already has 4 KiB
+// pages gets no huge page.
+class HugePageBuffer {
+ public:
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  static constexpr size_t kSmallPage = size_t{4} << 10;
+
+  HugePageBuffer() = default;
+  // Under 2 MiB (a first chunk of a few events, a small trace's only chunk): 4 KiB pages, since
+  // a huge page would fault in (and zero) all of its 2 MiB for the few bytes used.
+  explicit HugePageBuffer(size_t bytes) {
+    const size_t align = bytes < kHugePage ? kSmallPage : kHugePage;
+    bytes_ = (bytes + align - 1) & ~(align - 1);
+    const size_t mapped = bytes_ + align - kSmallPage;  // room to align the start
+    void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    const auto start = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t aligned = (start + align - 1) & ~uintptr_t{align - 1};
+    if (aligned > start) munmap(p, aligned - start);
+    const uintptr_t tail = aligned + bytes_, end = start + mapped;
+    if (end > tail) munmap(reinterpret_cast<void*>(tail), end - tail);
+    data_ = reinterpret_cast<char*>(aligned);
+    // Best effort: 4 KiB pages where the kernel declines.
+    if (align == kHugePage) madvise(data_, bytes_, MADV_HUGEPAGE);
+  }
+  ~HugePageBuffer() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  HugePageBuffer(HugePageBuffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  HugePageBuffer& operator=(HugePageBuffer&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  HugePageBuffer(const HugePageBuffer&) = delete;
+  HugePageBuffer& operator=(const HugePageBuffer&) = delete;
+
+  char* get() const { return data_; }
+
+ private:
+  char* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 struct ChunkParser::Impl {
   od::parser parser;
-  // capacity + SIMDJSON_PADDING bytes, left uninitialized (new char[]): pages are faulted in only
-  // as chunks fill them, which is most of a small trace's fixed cost (docs/performance.md, "Small
-  // files").
-  // Plain 4 KiB pages: transparent huge pages (MADV_HUGEPAGE) were measured slower here, since a
-  // huge page that the hypervisor has not backed yet costs 8-10 ms to fault in on these VMs,
-  // against about 1 ms for 2 MiB of 4 KiB pages.
-  std::unique_ptr<char[]> buffer;
+  // capacity + SIMDJSON_PADDING bytes, left uninitialized: pages are faulted in only as chunks
+  // fill them, which is much of a small trace's fixed cost (docs/performance.md, "Small files").
+  // Transparent huge pages (HugePageBuffer): an earlier measurement found them slower here (a
+  // huge page the hypervisor had not backed yet took 8-10 ms), but these VMs now take 20-50 us
+  // per 4 KiB page against 0.5-3 ms per 2 MiB huge page.
+  HugePageBuffer buffer;
   size_t capacity = 0;
   // The chunk's distinct strings, keyed by views into the document (simdjson keeps every string
   // it unescapes until the next document); threads by "PID\tTID", which is built.
@@ -193,7 +247,7 @@ struct ChunkParser::Impl {
     if (capacity <= kKeptCapacity) return;
     local_names.clear();
     local_host_names.clear();
-    buffer.reset();
+    buffer = HugePageBuffer();
     parser = od::parser();
     capacity = 0;
   }
@@ -203,7 +257,7 @@ struct ChunkParser::Impl {
     // Headroom: chunks are cut near a target size, a little over or under it, and each
     // reallocation faults the buffers in again.
     capacity = std::max(bytes + bytes / 4, capacity + capacity / 2);
-    buffer.reset(new char[capacity + simdjson::SIMDJSON_PADDING]);
+    buffer = HugePageBuffer(capacity + simdjson::SIMDJSON_PADDING);
     if (parser.allocate(capacity) != simdjson::SUCCESS) throw std::bad_alloc();
   }
 

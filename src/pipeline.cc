@@ -2,9 +2,12 @@
 
 #include <malloc.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
@@ -33,6 +36,23 @@ void KeepFreedMemoryForReuse() {
   // 1 GB pair against 122 MB). The threads allocate little while they parse, so they contend
   // little for it.
   mallopt(M_ARENA_MAX, 1);
+  // The heap's first kHugeHeap bytes on transparent huge pages, faulted in 2 MiB at a time: a
+  // small trace's run faults in its heap once (simdjson's structural index and string buffers,
+  // the traces' tables), and a fresh 4 KiB page is dear on these VMs (docs/performance.md, "Small
+  // files"). What glibc.malloc.hugetlb=1 does, which a tunable can only ask for before the
+  // process starts: grow the heap by kHugeHeap at once (M_TOP_PAD; nothing is touched yet) and
+  // advise the grown range. Best effort: 4 KiB pages where the kernel declines.
+  constexpr size_t kHugeHeap = size_t{64} << 20, kHugePage = size_t{2} << 20;
+  const auto before = reinterpret_cast<uintptr_t>(sbrk(0));
+  mallopt(M_TOP_PAD, kHugeHeap);
+  // Larger than what is left at the top: the heap grows. Through a volatile pointer, since the
+  // compiler drops a malloc() that is only freed.
+  void* volatile grow = malloc(kHugePage);
+  free(grow);
+  mallopt(M_TOP_PAD, 128 << 10);  // glibc's default again
+  const uintptr_t start = (before + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
+  const uintptr_t end = reinterpret_cast<uintptr_t>(sbrk(0)) & ~uintptr_t{kHugePage - 1};
+  if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
 }
 
 int DefaultThreadCount() {
