@@ -185,15 +185,21 @@ struct SideTotals {
   }
 };
 
+// StepUnits is where one step's units are: [begin, end) of a trace's units, which come by step.
+struct StepUnits {
+  int64_t step;  // StepKey()
+  size_t begin, end;
+};
+
 // TraceUnits is one trace's units as the comparison sees them: keys shared by both traces,
 // scope paths, and where each step's units begin.
 struct TraceUnits {
   const TraceProfile* profile;
   const OpTree* tree;
-  std::vector<uint32_t> key;                           // per unit
-  std::vector<std::string> scope_path;                 // per scope
-  std::vector<std::vector<std::string>> scope_parts;   // per scope, outermost first
-  std::map<int64_t, std::pair<size_t, size_t>> steps;  // step key -> [begin, end) of units
+  std::vector<uint32_t> key;                          // per unit
+  std::vector<std::string> scope_path;                // per scope
+  std::vector<std::vector<std::string>> scope_parts;  // per scope, outermost first
+  std::vector<StepUnits> steps;                       // by step key
   // The tree's op and family names, as held by the comparison (OpComparison::names).
   std::vector<std::string_view> op_names;      // per tree name
   std::vector<std::string_view> family_names;  // per family
@@ -261,12 +267,12 @@ class Comparer {
                  Prepare(*profiles[Side::kTrace2], *trees[Side::kTrace2])}} {}
 
   OpComparison Run() {
-    std::map<int64_t, bool> step_set;
-    for (const TraceUnits& t : traces_) {
-      for (const auto& [step, range] : t.steps) step_set[step] = true;
-    }
     std::vector<int64_t> steps;
-    for (const auto& [step, unused] : step_set) steps.push_back(step);
+    for (const TraceUnits& t : traces_) {
+      for (const StepUnits& s : t.steps) steps.push_back(s.step);
+    }
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
     constexpr size_t kStepsPerBlock = 64;
     std::vector<Partial> blocks((steps.size() + kStepsPerBlock - 1) / kStepsPerBlock);
     tbb::parallel_for(size_t{0}, blocks.size(), [&](size_t b) {
@@ -314,7 +320,6 @@ class Comparer {
     }
     t.key.resize(tree.units.size());
     absl::flat_hash_map<uint64_t, uint32_t> key_of;  // (name, scope) in this tree -> key
-    std::pair<size_t, size_t>* step_range = nullptr;
     for (size_t u = 0; u < tree.units.size(); ++u) {
       const OpUnit& unit = tree.units[u];
       auto [known, added] = key_of.try_emplace((uint64_t{unit.name} << 32) | unit.scope, 0);
@@ -324,12 +329,12 @@ class Comparer {
             key_ids_.try_emplace(key, static_cast<uint32_t>(key_ids_.size())).first->second;
       }
       t.key[u] = known->second;
-      // Units come by step: a new entry only where the step changes.
+      // Units come by step (kNoStep, whose key is the largest, last): a new entry only where the
+      // step changes.
       if (u == 0 || tree.units[u - 1].step != unit.step) {
-        t.steps[StepKey(unit.step)] = {u, u};
-        step_range = &t.steps[StepKey(unit.step)];
+        t.steps.push_back(StepUnits{StepKey(unit.step), u, u});
       }
-      step_range->second = u + 1;
+      t.steps.back().end = u + 1;
     }
     return t;
   }
@@ -351,12 +356,12 @@ class Comparer {
   void NumberGroups(const std::vector<int64_t>& steps, size_t steps_per_block,
                     const std::vector<size_t>& first_group) {
     for (TraceUnits& t : traces_) {
-      for (const auto& [step, range] : t.steps) {
+      for (const StepUnits& s : t.steps) {
         const size_t block =
-            static_cast<size_t>(std::lower_bound(steps.begin(), steps.end(), step) -
+            static_cast<size_t>(std::lower_bound(steps.begin(), steps.end(), s.step) -
                                 steps.begin()) /
             steps_per_block;
-        for (size_t u = range.first; u < range.second; ++u) {
+        for (size_t u = s.begin; u < s.end; ++u) {
           if (t.group[u] != kNone) t.group[u] += static_cast<uint32_t>(first_group[block]);
         }
       }
@@ -441,8 +446,10 @@ class Comparer {
   }
 
   std::pair<size_t, size_t> StepRange(const TraceUnits& t, int64_t step) const {
-    auto it = t.steps.find(step);
-    return it == t.steps.end() ? std::pair<size_t, size_t>{0, 0} : it->second;
+    auto it = std::lower_bound(t.steps.begin(), t.steps.end(), step,
+                               [](const StepUnits& s, int64_t key) { return s.step < key; });
+    return it == t.steps.end() || it->step != step ? std::pair<size_t, size_t>{0, 0}
+                                                   : std::pair<size_t, size_t>{it->begin, it->end};
   }
 
   void AlignStep(int64_t step, Partial* p) const {
