@@ -129,8 +129,19 @@ namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
 
-// FamilyTotals is kernels by family (the trace's family ids): count and time.
-using FamilyTotals = absl::flat_hash_map<uint32_t, std::pair<uint64_t, int64_t>>;
+// FamilyCount is one kernel family's count and time.
+struct FamilyCount {
+  uint64_t count = 0;
+  int64_t time_ns = 0;
+
+  void Add(uint64_t more, int64_t more_ns) {
+    count += more;
+    time_ns += more_ns;
+  }
+};
+
+// FamilyTotals is kernels by family (the trace's family ids).
+using FamilyTotals = absl::flat_hash_map<uint32_t, FamilyCount>;
 
 // SortKernels() puts kernels by time (descending), then family.
 void SortKernels(std::vector<OpKernels>* kernels) {
@@ -140,14 +151,16 @@ void SortKernels(std::vector<OpKernels>* kernels) {
   });
 }
 
-// KernelsByFamily() is `totals` named (`family_names`: a trace's family ids -> names) and sorted:
-// by time (descending), then family.
+// KernelsByFamily() is `totals` (pairs of a family id and its FamilyCount: a FamilyTotals or a
+// short list of them) named (`family_names`: a trace's family ids -> names) and sorted: by time
+// (descending), then family.
+template <typename Totals>
 std::vector<OpKernels> KernelsByFamily(const std::vector<std::string_view>& family_names,
-                                       const FamilyTotals& totals) {
+                                       const Totals& totals) {
   std::vector<OpKernels> kernels;
   kernels.reserve(totals.size());
   for (const auto& [family, counted] : totals) {
-    kernels.push_back(OpKernels{family_names[family], counted.first, counted.second});
+    kernels.push_back(OpKernels{family_names[family], counted.count, counted.time_ns});
   }
   SortKernels(&kernels);
   return kernels;
@@ -165,15 +178,13 @@ struct SideTotals {
     time_ns += tree.units[unit].time_ns;
   }
   void AddKernels(uint32_t family, uint64_t count, int64_t time_ns) {
-    auto& totals = kernels[family];
-    totals.first += count;
-    totals.second += time_ns;
+    kernels[family].Add(count, time_ns);
   }
   void Merge(const SideTotals& other) {
     instances += other.instances;
     time_ns += other.time_ns;
     for (const auto& [family, totals] : other.kernels) {
-      AddKernels(family, totals.first, totals.second);
+      AddKernels(family, totals.count, totals.time_ns);
     }
   }
   OpSide ToSide(const std::vector<std::string_view>& family_names) const {
@@ -385,20 +396,17 @@ class Comparer {
     std::vector<std::vector<Counted>> groups(all->groups.size());
     std::vector<Counted> run;  // the current unit's kernels, by family
     uint32_t current = kNone;
-    auto add = [](const Counted& c, FamilyTotals* totals) {
-      auto& [count, time_ns] = (*totals)[c.family];
-      count += c.count;
-      time_ns += c.time_ns;
-    };
     auto flush = [&] {
       if (current == kNone) return;
       FamilyTotals& row = all->rows[all->row_ids.at(t.row[current])].sides[side].kernels;
       auto instance = instance_of.find(current);
       for (const Counted& c : run) {
-        add(c, &row);
+        row[c.family].Add(c.counted.count, c.counted.time_ns);
         if (t.group[current] != kNone)
-          Count(c.family, c.count, c.time_ns, &groups[t.group[current]]);
-        if (instance != instance_of.end()) add(c, &instances[instance->second]);
+          Count(c.family, c.counted.count, c.counted.time_ns, &groups[t.group[current]]);
+        if (instance != instance_of.end()) {
+          instances[instance->second][c.family].Add(c.counted.count, c.counted.time_ns);
+        }
       }
       run.clear();
     };
@@ -414,7 +422,7 @@ class Comparer {
     });
     flush();
     for (size_t g = 0; g < groups.size(); ++g) {
-      all->groups[g].sides[side].kernels = Named(t.family_names, groups[g]);
+      all->groups[g].sides[side].kernels = KernelsByFamily(t.family_names, groups[g]);
       groups[g] = std::vector<Counted>();
     }
     return instances;
@@ -423,26 +431,13 @@ class Comparer {
   // Counted is one family's kernels in a short list of them.
   struct Counted {
     uint32_t family;
-    uint64_t count;
-    int64_t time_ns;
+    FamilyCount counted;
   };
   static void Count(uint32_t family, uint64_t count, int64_t time_ns, std::vector<Counted>* list) {
     auto it = std::find_if(list->begin(), list->end(),
                            [family](const Counted& c) { return c.family == family; });
-    if (it == list->end()) it = list->insert(list->end(), Counted{family, 0, 0});
-    it->count += count;
-    it->time_ns += time_ns;
-  }
-  // Named() is KernelsByFamily() for a short list.
-  static std::vector<OpKernels> Named(const std::vector<std::string_view>& family_names,
-                                      const std::vector<Counted>& counted) {
-    std::vector<OpKernels> kernels;
-    kernels.reserve(counted.size());
-    for (const Counted& c : counted) {
-      kernels.push_back(OpKernels{family_names[c.family], c.count, c.time_ns});
-    }
-    SortKernels(&kernels);
-    return kernels;
+    if (it == list->end()) it = list->insert(list->end(), Counted{family, {}});
+    it->counted.Add(count, time_ns);
   }
 
   std::pair<size_t, size_t> StepRange(const TraceUnits& t, int64_t step) const {

@@ -213,7 +213,7 @@ struct TraceHost {
   CpuSidePath path = CpuSidePath::kNotRead;
   std::string any_order_reason;  // kAnyOrder: why the CPU side was not streamed
   // kAnyOrder after streaming failed: the CPU events before the chunk where it failed, read again
-  // by a second pass (PrependCpuSide()).
+  // by the pipeline's second pass (ReadCpuSideAgain() in src/pipeline.cc).
   uint64_t events_read_again = 0;
   std::shared_ptr<CpuSideStream> stream;  // kStreamed
   std::vector<HostOp> ops;
