@@ -8,6 +8,7 @@
 #include "nlohmann/json.hpp"
 #include "test_util.h"
 #include "tracefuse/classify.h"
+#include "tracefuse/report/output_file.h"
 
 namespace tracefuse {
 namespace {
@@ -309,6 +310,23 @@ TEST(Cli, FailedRunLeavesNoOutputFile) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_EQ(testing::FilesIn(dir.path(), "").size(), 1u);  // no temporary left behind
+}
+
+// Both durabilities commit the same bytes atomically; SyncToDisk() names what it cannot sync.
+TEST(OutputFile, CommitsEitherDurabilityAndSyncsCommittedFiles) {
+  testing::TempDir dir;
+  for (OutputFile::Durability durability :
+       {OutputFile::Durability::kProcess, OutputFile::Durability::kMachine}) {
+    const std::string path = dir.path() + "/out.json";
+    ASSERT_TRUE(
+        WriteOutput(path, "{\"a\": 1}\n", OutputFile::OnInterrupt::kAbandon, durability).ok());
+    EXPECT_EQ(testing::ReadFile(path), "{\"a\": 1}\n");
+    EXPECT_EQ(testing::FilesIn(dir.path(), "").size(), 1u);  // no temporary left behind
+    EXPECT_TRUE(SyncToDisk(path).ok());
+  }
+  EXPECT_TRUE(SyncToDisk("-").ok());
+  EXPECT_EQ(SyncToDisk(dir.path() + "/missing.json").ToString(),
+            "UNAVAILABLE: " + dir.path() + "/missing.json: No such file or directory");
 }
 
 TEST(Cli, ClassifyPrintsOneJsonObjectPerLine) {

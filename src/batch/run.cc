@@ -112,10 +112,11 @@ Json StatusJson(const PairStatus& s) {
   return j;
 }
 
-// The status is finished even once SIGTERM has arrived: it records the interruption.
+// The status is finished even once SIGTERM has arrived: it records the interruption. It is on the
+// disk before the next pair starts, since a later run trusts it to skip the pair.
 absl::Status WriteStatus(const std::string& dir, const PairStatus& s) {
   return WriteOutput(PathIn(dir, StatusName(s.label)), DumpJson(StatusJson(s)) + "\n",
-                     OutputFile::OnInterrupt::kFinish);
+                     OutputFile::OnInterrupt::kFinish, OutputFile::Durability::kMachine);
 }
 
 // IsComplete() says whether the pair's status says complete and each of its reports exists.
@@ -157,7 +158,10 @@ absl::Status ComparePair(const Manifest& manifest, const ManifestRow& row,
   }
   for (const std::string& format : formats) {
     const std::string name = ReportName(row.label, format);
-    st = WriteComparison(*comparison, compare, format, PathIn(options.out_dir, name), exit_code);
+    const std::string path = PathIn(options.out_dir, name);
+    st = WriteComparison(*comparison, compare, format, path, exit_code);
+    // On the disk before the status that says the pair is complete.
+    if (st.ok()) st = SyncToDisk(path);
     if (!st.ok()) return st;
     status->reports.push_back(name);
   }

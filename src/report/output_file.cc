@@ -13,10 +13,12 @@
 
 namespace tracefuse {
 
-absl::StatusOr<OutputFile> OutputFile::Open(const std::string& path, OnInterrupt on_interrupt) {
+absl::StatusOr<OutputFile> OutputFile::Open(const std::string& path, OnInterrupt on_interrupt,
+                                            Durability durability) {
   OutputFile f;
   f.path_ = path;
   f.on_interrupt_ = on_interrupt;
+  f.durability_ = durability;
   if (path == "-") {
     f.fd_ = STDOUT_FILENO;
     return f;
@@ -32,7 +34,8 @@ OutputFile::OutputFile(OutputFile&& o) noexcept
       tmp_(std::move(o.tmp_)),
       fd_(o.fd_),
       failed_(o.failed_),
-      on_interrupt_(o.on_interrupt_) {
+      on_interrupt_(o.on_interrupt_),
+      durability_(o.durability_) {
   o.fd_ = -1;
   o.tmp_.clear();
 }
@@ -66,7 +69,7 @@ absl::Status OutputFile::Commit() {
   if (InterruptSignal() != 0 && on_interrupt_ == OnInterrupt::kAbandon)
     return InterruptedError(StrCat("before ", path_, " was complete"));
   int err = 0;
-  if (fsync(fd_) != 0 || close(fd_) != 0) err = errno;
+  if ((durability_ == Durability::kMachine && fsync(fd_) != 0) || close(fd_) != 0) err = errno;
   fd_ = -1;
   if (err == 0 && rename(tmp_.c_str(), path_.c_str()) != 0) err = errno;
   if (err != 0) return absl::UnavailableError(StrCat(path_, ": ", std::strerror(err)));
@@ -76,8 +79,9 @@ absl::Status OutputFile::Commit() {
 
 absl::Status WriteStreamedOutput(const std::string& path,
                                  const std::function<absl::Status(OutputFile*)>& write,
-                                 OutputFile::OnInterrupt on_interrupt) {
-  absl::StatusOr<OutputFile> out = OutputFile::Open(path, on_interrupt);
+                                 OutputFile::OnInterrupt on_interrupt,
+                                 OutputFile::Durability durability) {
+  absl::StatusOr<OutputFile> out = OutputFile::Open(path, on_interrupt, durability);
   if (!out.ok()) return out.status();
   absl::Status st = write(&*out);
   if (!st.ok()) return st;
@@ -85,9 +89,19 @@ absl::Status WriteStreamedOutput(const std::string& path,
 }
 
 absl::Status WriteOutput(const std::string& path, std::string_view content,
-                         OutputFile::OnInterrupt on_interrupt) {
+                         OutputFile::OnInterrupt on_interrupt, OutputFile::Durability durability) {
   return WriteStreamedOutput(
-      path, [content](OutputFile* out) { return out->Append(content); }, on_interrupt);
+      path, [content](OutputFile* out) { return out->Append(content); }, on_interrupt, durability);
+}
+
+absl::Status SyncToDisk(const std::string& path) {
+  if (path == "-") return absl::OkStatus();
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0 && fsync(fd) != 0) err = errno;
+  if (fd >= 0) close(fd);
+  if (err != 0) return absl::UnavailableError(StrCat(path, ": ", std::strerror(err)));
+  return absl::OkStatus();
 }
 
 }  // namespace tracefuse
