@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -27,6 +28,9 @@ std::string_view TrimRight(std::string_view s) {
 }
 
 bool IsKernelCategory(std::string_view cat) { return cat == "kernel" || cat == "Kernel"; }
+bool IsTransferCategory(std::string_view cat) {
+  return cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Memcpy" || cat == "Memset";
+}
 bool IsRuntimeCategory(std::string_view cat) { return cat == "cuda_runtime" || cat == "Runtime"; }
 // Launches are runtime calls, or driver calls (cuLaunchKernel, which Triton and CUTLASS use).
 bool IsLaunchCategory(std::string_view cat) {
@@ -153,6 +157,8 @@ void ParsedChunk::Clear() {
   categories.clear();
   kernels_with_bad_times = 0;
   kernels_without_name = 0;
+  transfers.clear();
+  transfers_with_bad_times = 0;
   host_events_without_times = 0;
   evidence = EventEvidence();
 }
@@ -161,8 +167,9 @@ void ParsedChunk::Clear() {
 struct EventFields {
   std::string_view cat, name, ts_raw, dur_raw;
   bool have_cat = false, have_name = false;
-  KernelEvent kernel;                 // args, read when the event may be a kernel
-  std::string_view pid_raw, tid_raw;  // read with ParseOptions::host_activity only
+  KernelEvent kernel;        // args, read when the event may be a kernel or a transfer
+  std::string_view pid_raw;  // a GPU event's device when its args name none
+  std::string_view tid_raw;  // read with ParseOptions::host_activity only
 };
 
 constexpr std::string_view kModulePrefix = "nn.Module: ";
@@ -345,15 +352,44 @@ struct ChunkParser::Impl {
     std::optional<int64_t> ts, dur;
     absl::Status read = ReadTimes(chunk, len, *f, display_name, &ts, &dur);
     if (!read.ok()) return read;
-    if (!ts || !dur) ++out->kernels_with_bad_times;
     KernelEvent& k = f->kernel;
+    if (!ts || !dur) {
+      ++out->kernels_with_bad_times;
+      k.flags |= KernelEvent::kBadTimes;
+    }
     k.ts_ns = ts.value_or(0);
     k.dur_ns = dur.value_or(0);
+    if (k.device < 0) k.device = DeviceFromPid(f->pid_raw);
     if (!f->have_name) ++out->kernels_without_name;
     k.name = LocalName(f->name, out);
     if (k.flags & KernelEvent::kHasKind) ++out->evidence.kernels_with_kind;
     out->kernels.push_back(k);
     return absl::OkStatus();
+  }
+
+  // AddTransfer() records a memcpy or memset event with its times and device.
+  absl::Status AddTransfer(const EventChunk& chunk, size_t len, const EventFields& f,
+                           const std::string& display_name, ParsedChunk* out) {
+    std::optional<int64_t> ts, dur;
+    absl::Status read = ReadTimes(chunk, len, f, display_name, &ts, &dur);
+    if (!read.ok()) return read;
+    if (!ts || !dur) {
+      ++out->transfers_with_bad_times;
+      return absl::OkStatus();
+    }
+    const int32_t device = f.kernel.device >= 0 ? f.kernel.device : DeviceFromPid(f.pid_raw);
+    out->transfers.push_back(GpuTransfer{*ts, *dur, device});
+    return absl::OkStatus();
+  }
+
+  // DeviceFromPid() is a GPU event's pid as its device (Kineto writes the device index there),
+  // -1 when it is not an integer.
+  static int32_t DeviceFromPid(std::string_view pid_raw) {
+    const std::string_view digits = TrimRight(pid_raw);
+    int32_t pid = -1;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+    if (error != std::errc() || end != digits.data() + digits.size() || pid < 0) return -1;
+    return pid;
   }
 
   uint32_t LocalName(std::string_view name, ParsedChunk* out) {
@@ -596,7 +632,8 @@ simdjson::error_code ReadKernelArgs(od::value value, KernelEvent* k) {
 // event's bytes.
 simdjson::error_code ReadEvent(od::object event, bool host, EventFields* f) {
   auto wants_args = [host](const EventFields& f) {
-    return !f.have_cat || IsKernelCategory(f.cat) || (host && IsLaunchCategory(f.cat));
+    return !f.have_cat || IsKernelCategory(f.cat) || IsTransferCategory(f.cat) ||
+           (host && IsLaunchCategory(f.cat));
   };
   simdjson::error_code err = ForEachField(event, [&](od::raw_json_string key, od::value value) {
     if (key == "cat") return ReadStringField(value, &f->cat, &f->have_cat);
@@ -607,7 +644,7 @@ simdjson::error_code ReadEvent(od::object event, bool host, EventFields* f) {
       f->dur_raw = value.raw_json_token();
     } else if (key == "args" && wants_args(*f)) {
       return ReadKernelArgs(value, &f->kernel);
-    } else if (host && key == "pid") {
+    } else if (key == "pid") {
       f->pid_raw = value.raw_json_token();
     } else if (host && key == "tid") {
       f->tid_raw = value.raw_json_token();
@@ -682,6 +719,11 @@ absl::Status ChunkParser::ParseInBuffers(const EventChunk& chunk, const std::str
     ++CategorySlot(f.cat, out);
     if (IsKernelCategory(f.cat)) {
       absl::Status added = im.AddKernel(chunk, len, &f, display_name, out);
+      if (!added.ok()) return added;
+      continue;
+    }
+    if (IsTransferCategory(f.cat)) {
+      absl::Status added = im.AddTransfer(chunk, len, f, display_name, out);
       if (!added.ok()) return added;
       continue;
     }

@@ -378,6 +378,14 @@ absl::StatusOr<TraceProfile> FinishProfile(const std::string& path, const ChunkS
 
 using CpuSideReading = TraceReducer::CpuSideReading;
 
+using GpuTimelineReading = TraceReducer::GpuTimelineReading;
+
+// GpuTimelineReadingFor() streams the GPU timeline where a failed sweep can read the trace
+// again.
+GpuTimelineReading GpuTimelineReadingFor(const std::string& path) {
+  return CanReadTwice(path) ? GpuTimelineReading::kStream : GpuTimelineReading::kCollect;
+}
+
 CpuSideReading CpuSideReadingFor(const std::string& path, const PipelineOptions& options) {
   if (!options.host_activity) return CpuSideReading::kSkip;
   return options.stream_cpu_side && CanReadTwice(path) ? CpuSideReading::kStream
@@ -395,14 +403,17 @@ class TraceRun {
   // `events_wanted`: stop once the chunks reduced hold that many events (0: read everything).
   TraceRun(const std::string& path, std::unique_ptr<ByteSource> bytes,
            std::shared_ptr<const Classifier> classifier, const PipelineOptions& options,
-           size_t threads, SharedProgress* progress, size_t trace_index, uint64_t events_wanted = 0)
+           size_t threads, SharedProgress* progress, size_t trace_index, uint64_t events_wanted = 0,
+           GpuTimelineReading gpu_timeline = GpuTimelineReading::kStream)
       : path_(path),
         threads_(threads),
         source_(path, std::move(bytes), options, progress, trace_index),
         parse_options_{options.host_activity},
         keep_kernel_records_(options.keep_kernel_records),
         events_wanted_(events_wanted),
-        reducer_(classifier, options.keep_kernel_records, CpuSideReadingFor(path, options)),
+        reducer_(classifier, options.keep_kernel_records, CpuSideReadingFor(path, options),
+                 gpu_timeline == GpuTimelineReading::kCollect ? gpu_timeline
+                                                              : GpuTimelineReadingFor(path)),
         classifiers_([this, classifier] {
           // Each thread's cache is made on its first chunk, after the platform is detected.
           return CachedClassifier(classifier, source_.classify_platform());
@@ -547,6 +558,27 @@ absl::Status ReadCpuSideAgain(const std::string& path, std::shared_ptr<const Cla
   return absl::OkStatus();
 }
 
+// ReadGpuTimelineAgain() measures the GPU timeline of a trace whose sweep met its events out of
+// order, by reading it again and collecting them.
+absl::Status ReadGpuTimelineAgain(const std::string& path,
+                                  std::shared_ptr<const Classifier> classifier,
+                                  const PipelineOptions& options, size_t threads,
+                                  TraceProfile* profile) {
+  PipelineOptions again = options;
+  again.keep_kernel_records = false;
+  again.host_activity = false;
+  absl::StatusOr<std::unique_ptr<ByteSource>> bytes = OpenSource(path, SourceOptionsFor(again));
+  if (!bytes.ok()) return bytes.status();
+  TraceRun run(path, std::move(*bytes), std::move(classifier), again, threads, nullptr, 0, 0,
+               GpuTimelineReading::kCollect);
+  absl::StatusOr<TraceProfile> whole = run.Run(std::chrono::steady_clock::now());
+  if (!whole.ok()) return whole.status();
+  GpuTimeline& timeline = profile->gpu_timeline;
+  timeline.devices = std::move(whole->gpu_timeline.devices);
+  timeline.path = GpuTimelinePath::kCollected;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
                                       std::shared_ptr<const Classifier> classifier,
                                       const PipelineOptions& options, size_t threads,
@@ -562,9 +594,17 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
     host.any_order_reason =
         options.stream_cpu_side ? "the input cannot be read twice" : "streaming was turned off";
   }
+  const bool read_again =
+      host.events_read_again > 0 || profile->gpu_timeline.path == GpuTimelinePath::kReadAgain;
   if (host.events_read_again > 0) {
-    absl::Status again = ReadCpuSideAgain(path, std::move(classifier), options, threads, &*profile);
+    absl::Status again = ReadCpuSideAgain(path, classifier, options, threads, &*profile);
     if (!again.ok()) return again;
+  }
+  if (profile->gpu_timeline.path == GpuTimelinePath::kReadAgain) {
+    absl::Status again = ReadGpuTimelineAgain(path, classifier, options, threads, &*profile);
+    if (!again.ok()) return again;
+  }
+  if (read_again) {
     profile->elapsed_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }

@@ -52,9 +52,14 @@ uint64_t KernelStream::encoded_bytes() const {
 }
 
 TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records,
-                           CpuSideReading cpu_side)
-    : keep_kernel_records_(keep_kernel_records), cpu_side_(cpu_side) {
+                           CpuSideReading cpu_side, GpuTimelineReading gpu_timeline)
+    : keep_kernel_records_(keep_kernel_records), cpu_side_(cpu_side), gpu_reading_(gpu_timeline) {
   profile_.classifier = std::move(classifier);
+  communication_ = profile_.classifier->rule_set().category_index("Communication");
+  if (gpu_timeline == GpuTimelineReading::kCollect) {
+    profile_.gpu_timeline.path = GpuTimelinePath::kCollected;
+    profile_.gpu_timeline.collected_reason = "the input cannot be read twice";
+  }
   switch (cpu_side) {
     case CpuSideReading::kSkip:
       break;
@@ -101,6 +106,27 @@ void ChunkSummary::Summarize(const ParsedChunk& chunk, bool kernel_groups) {
     name_time_ns[k.name] += k.dur_ns;
     if (kernel_groups) kernel_group.push_back(group);
   }
+  SummarizeGpu(chunk);
+}
+
+void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk) {
+  gpu.clear();
+  gpu_events_skipped = chunk.transfers_with_bad_times;
+  for (const KernelEvent& k : chunk.kernels) {
+    if ((k.flags & KernelEvent::kBadTimes) || k.dur_ns < 0) {
+      ++gpu_events_skipped;
+    } else {
+      gpu.push_back(GpuActivity{k.ts_ns, k.ts_ns + k.dur_ns, k.device, k.name});
+    }
+  }
+  for (const GpuTransfer& t : chunk.transfers) {
+    if (t.dur_ns < 0) {
+      ++gpu_events_skipped;
+    } else {
+      gpu.push_back(GpuActivity{t.ts_ns, t.ts_ns + t.dur_ns, t.device, kTransferName});
+    }
+  }
+  SortByDeviceAndStart(&gpu);
 }
 
 uint32_t* GroupIndex::Page(int64_t page_id) {
@@ -213,6 +239,8 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary
       p.name_rule.push_back(name_rules[i]);
       p.name_kernels.push_back(0);
       p.name_time_ns.push_back(0);
+      name_communicates_.push_back(communication_ &&
+                                   p.classifier->category_of(name_rules[i]) == *communication_);
     }
     local_to_global_[i] = *id;
     p.name_kernels[*id] += summary.name_kernels[i];
@@ -231,6 +259,7 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary
     group_local_to_global_[g] = group;
   }
 
+  ConsumeGpu(chunk, summary);
   if (!keep_kernel_records_) return;
   for (size_t i = 0; i < chunk.kernels.size(); ++i) {
     const KernelEvent& k = chunk.kernels[i];
@@ -238,6 +267,91 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary
     p.kernels.push_back(KernelRecord{k.ts_ns, k.dur_ns, local_to_global_[k.name],
                                      local == kNoGroup ? kNoGroup : group_local_to_global_[local]});
   }
+}
+
+namespace {
+
+// CommunicatesByName() says, per name of `p`, whether its kernels are Communication (the rule
+// set's category of that name; none when the rule set has no such category).
+std::vector<bool> CommunicatesByName(const TraceProfile& p) {
+  std::vector<bool> communicates(p.names.size(), false);
+  const std::optional<CategoryId> communication =
+      p.classifier->rule_set().category_index("Communication");
+  if (!communication) return communicates;
+  for (uint32_t n = 0; n < p.names.size(); ++n) {
+    communicates[n] = p.category_of_name(n) == *communication;
+  }
+  return communicates;
+}
+
+// KindOf() is a kernel's kind by its name (`communicates`: CommunicatesByName()); transfers
+// never reach it.
+GpuActivityKind KindOf(uint32_t name, const std::vector<bool>& communicates) {
+  return communicates[name] ? GpuActivityKind::kCommunication : GpuActivityKind::kComputation;
+}
+
+}  // namespace
+
+void TraceReducer::ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summary) {
+  GpuTimeline& timeline = profile_.gpu_timeline;
+  timeline.events_skipped += summary.gpu_events_skipped;
+  auto global = [this](GpuActivity a) {
+    if (a.name != kTransferName) a.name = local_to_global_[a.name];
+    return a;
+  };
+  if (gpu_reading_ == GpuTimelineReading::kCollect) {
+    for (const GpuActivity& a : summary.gpu) collected_gpu_.push_back(global(a));
+    return;
+  }
+  if (timeline.path != GpuTimelinePath::kStreamed) return;
+  // A chunk's activities come by device: the sweep is looked up once per device of the chunk.
+  DeviceSweep* sweep = nullptr;
+  for (size_t i = 0; i < summary.gpu.size(); ++i) {
+    const GpuActivity a = global(summary.gpu[i]);
+    if (i == 0 || summary.gpu[i - 1].device != a.device) sweep = &SweepOf(a.device);
+    const GpuActivityKind kind =
+        a.name == kTransferName ? GpuActivityKind::kMemcpy : KindOf(a.name, name_communicates_);
+    if (!sweep->Add(a.start_ns, a.end_ns, kind)) {
+      timeline.path = GpuTimelinePath::kReadAgain;
+      timeline.collected_reason =
+          StrCat("device ", a.device, "'s events are out of start order near byte ", chunk.begin);
+      sweeps_.clear();
+      return;
+    }
+  }
+}
+
+DeviceSweep& TraceReducer::SweepOf(int32_t device) {
+  for (auto& [d, sweep] : sweeps_) {
+    if (d == device) return sweep;
+  }
+  sweeps_.emplace_back(device, DeviceSweep());
+  return sweeps_.back().second;
+}
+
+void TraceReducer::FinishGpuTimeline() {
+  GpuTimeline& timeline = profile_.gpu_timeline;
+  const std::vector<bool> communicates = CommunicatesByName(profile_);
+  if (gpu_reading_ == GpuTimelineReading::kCollect) {
+    timeline.devices = SweepCollected(std::move(collected_gpu_),
+                                      [&](uint32_t name) { return KindOf(name, communicates); });
+    collected_gpu_ = {};
+    return;
+  }
+  if (timeline.path != GpuTimelinePath::kStreamed) return;
+  if (name_communicates_ != communicates) {
+    // Re-classified for another platform (Finish()): the sweeps counted some kernels' time as
+    // the wrong kind.
+    timeline.path = GpuTimelinePath::kReadAgain;
+    timeline.collected_reason = "the platform found at the end changed which kernels communicate";
+    return;
+  }
+  std::sort(sweeps_.begin(), sweeps_.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [device, sweep] : sweeps_) {
+    timeline.devices.push_back(DeviceTimeline{device, sweep.Figures()});
+  }
+  sweeps_.clear();
 }
 
 namespace {
@@ -348,6 +462,7 @@ TraceProfile TraceReducer::Finish(TraceMetadata metadata, Platform classified_wi
       p.name_rule[i] = p.classifier->Classify(p.names[i], p.platform);
     });
   }
+  FinishGpuTimeline();
   std::stable_sort(p.event_categories.begin(), p.event_categories.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   name_ids_.Clear();

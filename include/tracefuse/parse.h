@@ -34,12 +34,21 @@ struct KernelEvent {
   int64_t external_id = 0;
   uint32_t name = 0;  // index into ParsedChunk::names
   int32_t stream = -1;
-  int32_t device = -1;
+  int32_t device = -1;  // args.device, else the event's pid when it is an integer
   uint8_t flags = 0;
 
   static constexpr uint8_t kHasCorrelation = 1;
   static constexpr uint8_t kHasExternalId = 2;
-  static constexpr uint8_t kHasKind = 4;  // args.kind, written by roctracer (AMD) only
+  static constexpr uint8_t kHasKind = 4;   // args.kind, written by roctracer (AMD) only
+  static constexpr uint8_t kBadTimes = 8;  // ts or dur missing or not a number (taken as 0)
+};
+
+// GpuTransfer is a memcpy or memset event (cat gpu_memcpy or gpu_memset; Memcpy or Memset in
+// 2021-era traces) with a numeric ts and dur, times in nanoseconds.
+struct GpuTransfer {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  int32_t device = -1;  // as KernelEvent::device
 };
 
 // HostOpKind is what a CPU-side event is to the op-level comparison (op_tree.h), in the order
@@ -145,6 +154,10 @@ struct ParsedChunk {
   uint64_t kernels_with_bad_times = 0;
   // Kernel events whose name was missing or not a string (counted, kept with the name "").
   uint64_t kernels_without_name = 0;
+  // Memcpy and memset events, in trace order; those whose ts or dur was missing or not a number
+  // are counted, not kept.
+  std::vector<GpuTransfer> transfers;
+  uint64_t transfers_with_bad_times = 0;
   EventEvidence evidence;
   HostActivity host;  // empty unless ParseOptions::host_activity
   // Host events (ops, annotations, module frames, runtime calls) whose ts or dur was missing or

@@ -22,6 +22,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "tracefuse/classify.h"
+#include "tracefuse/gpu_timeline.h"
 #include "tracefuse/parse.h"
 #include "tracefuse/strings.h"
 
@@ -146,11 +147,17 @@ struct ChunkSummary {
   std::vector<uint32_t> group_size;
   std::vector<uint32_t> kernel_group;  // per kernel: its group in the chunk, or kNoGroup
   uint64_t kernels_without_correlation = 0;
+  // The chunk's GPU activities (kernels by their chunk names), by device and start: sorted here,
+  // in parallel, so that the serial sweep meets disorder only across chunks.
+  std::vector<GpuActivity> gpu;
+  uint64_t gpu_events_skipped = 0;  // GpuTimeline::events_skipped
 
   // Summarize() replaces the summary with `chunk`'s; `kernel_groups`: fill kernel_group.
   void Summarize(const ParsedChunk& chunk, bool kernel_groups);
 
  private:
+  void SummarizeGpu(const ParsedChunk& chunk);
+
   absl::flat_hash_map<int64_t, uint32_t> group_ids_;  // kept for its capacity
 };
 
@@ -264,6 +271,7 @@ struct TraceProfile {
   std::vector<int64_t> group_correlation;
   std::vector<uint32_t> group_size;
   TraceHost host;
+  GpuTimeline gpu_timeline;
 
   CategoryId category_of_name(uint32_t name) const {
     return classifier->category_of(name_rule[name]);
@@ -321,10 +329,16 @@ class TraceReducer {
                // TraceHost::events_read_again says what is missing
     kCollect,  // keep it whole, for BuildOpTree()'s any-order path
   };
+  // GpuTimelineReading is how Consume() measures the GPU timeline (gpu_timeline.h).
+  enum class GpuTimelineReading : uint8_t {
+    kStream,   // sweep as the chunks arrive; on disorder, GpuTimeline::path says kReadAgain
+    kCollect,  // keep every activity, sorted and swept by Finish()
+  };
   // `keep_kernel_records`: whether to keep the per-kernel stream (the fusion analysis needs it);
   // per-name, per-category and per-group totals are kept either way.
   TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records = true,
-               CpuSideReading cpu_side = CpuSideReading::kCollect);
+               CpuSideReading cpu_side = CpuSideReading::kCollect,
+               GpuTimelineReading gpu_timeline = GpuTimelineReading::kStream);
   // Not copied: the name index refers to the profile's names.
   TraceReducer(const TraceReducer&) = delete;
   TraceReducer& operator=(const TraceReducer&) = delete;
@@ -356,8 +370,17 @@ class TraceReducer {
   std::vector<uint32_t> host_threads_to_global_;  // chunk's threads to the trace's
 
   CpuSideReading cpu_side_;
+  GpuTimelineReading gpu_reading_;
+  std::optional<CategoryId> communication_;  // the rule set's Communication category
+  std::vector<bool> name_communicates_;      // per name: its rule's category is communication_
+  std::vector<std::pair<int32_t, DeviceSweep>> sweeps_;  // kStream: per device, few
+  std::vector<GpuActivity> collected_gpu_;               // kCollect: names are the trace's
 
   void ConsumeHost(const ParsedChunk& chunk, uint64_t first_position);
+  void ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summary);
+  DeviceSweep& SweepOf(int32_t device);
+  // FinishGpuTimeline() gives the figures, once names have their final rules.
+  void FinishGpuTimeline();
   void CollectHost(const ParsedChunk& chunk, uint64_t first_position);
 };
 

@@ -6,6 +6,7 @@
 
 #include "report/formatting.h"
 #include "tracefuse/analyze.h"
+#include "tracefuse/report/timeline.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -89,6 +90,7 @@ Json StatsJson(const TraceProfile& p, double elapsed) {
   }
   j["rule_set"] = p.classifier->rule_set().name();
   j["categories"] = CategoriesJson(p);
+  j["gpu_timeline"] = GpuTimelineJson(p);
   j["elapsed_seconds"] = elapsed;
   j["gb_per_second"] = GbPerSecond(p, elapsed);
   j["cpu_seconds"] = StageCpuJson(p.cpu_seconds);
@@ -124,6 +126,7 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
     line("kernels with bad ts/dur", Thousands(p.kernels_with_bad_times));
   }
   if (p.truncated) line("truncated", TruncationText(p));
+  out += GpuTimelineText(p);
   line("elapsed", fmt::format("{:.3f} s ({:.2f} GB/s)", elapsed, GbPerSecond(p, elapsed)));
   return out;
 }
