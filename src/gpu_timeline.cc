@@ -22,6 +22,29 @@ bool DeviceSweep::Add(int64_t start_ns, int64_t end_ns, GpuActivityKind kind) {
   return true;
 }
 
+bool DeviceSweep::Append(const DeviceSweep& later) {
+  if (later.swept_.activities == 0) return true;
+  if (swept_.activities == 0) {
+    *this = later;
+    return true;
+  }
+  const int64_t start = later.swept_.first_start_ns;
+  if (*std::max_element(std::begin(end_), std::end(end_)) > start) return false;
+  Advance(start, &swept_);
+  const GpuTimeFigures& f = later.swept_;
+  swept_.activities += f.activities;
+  swept_.last_end_ns = std::max(swept_.last_end_ns, f.last_end_ns);
+  swept_.busy_ns += f.busy_ns;
+  swept_.computation_ns += f.computation_ns;
+  swept_.communication_ns += f.communication_ns;
+  swept_.exposed_communication_ns += f.exposed_communication_ns;
+  swept_.memcpy_ns += f.memcpy_ns;
+  swept_.exposed_memcpy_ns += f.exposed_memcpy_ns;
+  at_ = later.at_;
+  std::copy(std::begin(later.end_), std::end(later.end_), std::begin(end_));
+  return true;
+}
+
 void DeviceSweep::Advance(int64_t until, GpuTimeFigures* f) const {
   if (until <= at_) return;
   const int64_t window = until - at_;
@@ -46,10 +69,17 @@ GpuTimeFigures DeviceSweep::Figures() const {
   return f;
 }
 
-void SortByDeviceAndStart(std::vector<GpuActivity>* activities) {
-  std::sort(activities->begin(), activities->end(), [](const GpuActivity& a, const GpuActivity& b) {
+void SortByDeviceAndStart(std::vector<GpuActivity>* activities, size_t middle) {
+  auto before = [](const GpuActivity& a, const GpuActivity& b) {
     return a.device != b.device ? a.device < b.device : a.start_ns < b.start_ns;
-  });
+  };
+  const auto begin = activities->begin(), end = activities->end();
+  const auto mid = begin + static_cast<std::ptrdiff_t>(std::min(middle, activities->size()));
+  if (std::is_sorted(begin, mid, before) && std::is_sorted(mid, end, before)) {
+    std::inplace_merge(begin, mid, end, before);
+  } else {
+    std::sort(begin, end, before);
+  }
 }
 
 }  // namespace tracefuse

@@ -414,6 +414,7 @@ class TraceRun {
         reducer_(classifier, options.keep_kernel_records, CpuSideReadingFor(path, options),
                  gpu_timeline == GpuTimelineReading::kCollect ? gpu_timeline
                                                               : GpuTimelineReadingFor(path)),
+        classifier_(classifier),
         classifiers_([this, classifier] {
           // Each thread's cache is made on its first chunk, after the platform is detected.
           return CachedClassifier(classifier, source_.classify_platform());
@@ -446,7 +447,9 @@ class TraceRun {
       const double classify_started = ThreadCpuSeconds();
       if (w->status.ok()) classifiers_.local().ClassifyNames(w->parsed, &w->name_rules);
       const double summarize_started = ThreadCpuSeconds();
-      if (w->status.ok()) w->summary.Summarize(w->parsed, keep_kernel_records_);
+      if (w->status.ok()) {
+        w->summary.Summarize(w->parsed, keep_kernel_records_, *classifier_, w->name_rules);
+      }
       const double read = w->parsed.read_cpu_seconds;
       parallel_cpu_ns_[kRead].fetch_add(Nanos(read), std::memory_order_relaxed);
       parallel_cpu_ns_[kParse].fetch_add(Nanos(classify_started - parse_started - read),
@@ -521,6 +524,7 @@ class TraceRun {
   bool keep_kernel_records_;
   uint64_t events_wanted_;
   TraceReducer reducer_;
+  std::shared_ptr<const Classifier> classifier_;
   tbb::enumerable_thread_specific<CachedClassifier> classifiers_;
   WorkPool pool_;
   absl::Status reduce_error_;

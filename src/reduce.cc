@@ -55,7 +55,6 @@ TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool ke
                            CpuSideReading cpu_side, GpuTimelineReading gpu_timeline)
     : keep_kernel_records_(keep_kernel_records), cpu_side_(cpu_side), gpu_reading_(gpu_timeline) {
   profile_.classifier = std::move(classifier);
-  communication_ = profile_.classifier->rule_set().category_index("Communication");
   if (gpu_timeline == GpuTimelineReading::kCollect) {
     profile_.gpu_timeline.path = GpuTimelinePath::kCollected;
     profile_.gpu_timeline.collected_reason = "the input cannot be read twice";
@@ -73,7 +72,8 @@ TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool ke
   }
 }
 
-void ChunkSummary::Summarize(const ParsedChunk& chunk, bool kernel_groups) {
+void ChunkSummary::Summarize(const ParsedChunk& chunk, bool kernel_groups,
+                             const Classifier& classifier, const std::vector<RuleId>& name_rules) {
   name_kernels.assign(chunk.name_count(), 0);
   name_time_ns.assign(chunk.name_count(), 0);
   group_correlation.clear();
@@ -106,10 +106,19 @@ void ChunkSummary::Summarize(const ParsedChunk& chunk, bool kernel_groups) {
     name_time_ns[k.name] += k.dur_ns;
     if (kernel_groups) kernel_group.push_back(group);
   }
-  SummarizeGpu(chunk);
+  SummarizeGpu(chunk, classifier, name_rules);
 }
 
-void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk) {
+void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk, const Classifier& classifier,
+                                const std::vector<RuleId>& name_rules) {
+  const std::optional<CategoryId> communication =
+      classifier.rule_set().category_index("Communication");
+  name_kinds.resize(chunk.name_count());
+  for (size_t n = 0; n < chunk.name_count(); ++n) {
+    name_kinds[n] = communication && classifier.category_of(name_rules[n]) == *communication
+                        ? GpuActivityKind::kCommunication
+                        : GpuActivityKind::kComputation;
+  }
   gpu.clear();
   gpu_events_skipped = chunk.transfers_with_bad_times;
   for (const KernelEvent& k : chunk.kernels) {
@@ -119,6 +128,7 @@ void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk) {
       gpu.push_back(GpuActivity{k.ts_ns, k.ts_ns + k.dur_ns, k.device, k.name});
     }
   }
+  const size_t kernels = gpu.size();
   for (const GpuTransfer& t : chunk.transfers) {
     if (t.dur_ns < 0) {
       ++gpu_events_skipped;
@@ -126,7 +136,16 @@ void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk) {
       gpu.push_back(GpuActivity{t.ts_ns, t.ts_ns + t.dur_ns, t.device, kTransferName});
     }
   }
-  SortByDeviceAndStart(&gpu);
+  SortByDeviceAndStart(&gpu, kernels);
+  device_sweeps.clear();
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    const GpuActivity& a = gpu[i];
+    if (i == 0 || gpu[i - 1].device != a.device)
+      device_sweeps.emplace_back(a.device, DeviceSweep());
+    device_sweeps.back().second.Add(
+        a.start_ns, a.end_ns,
+        a.name == kTransferName ? GpuActivityKind::kMemcpy : name_kinds[a.name]);
+  }
 }
 
 uint32_t* GroupIndex::Page(int64_t page_id) {
@@ -204,7 +223,7 @@ uint64_t GroupIndex::bytes() const {
 void GroupIndex::Clear() { *this = GroupIndex(); }
 
 void TraceReducer::Consume(const ParsedChunk& chunk, const std::vector<RuleId>& name_rules) {
-  summary_.Summarize(chunk, keep_kernel_records_);
+  summary_.Summarize(chunk, keep_kernel_records_, *profile_.classifier, name_rules);
   Consume(chunk, summary_, name_rules);
 }
 
@@ -239,8 +258,7 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary
       p.name_rule.push_back(name_rules[i]);
       p.name_kernels.push_back(0);
       p.name_time_ns.push_back(0);
-      name_communicates_.push_back(communication_ &&
-                                   p.classifier->category_of(name_rules[i]) == *communication_);
+      name_communicates_.push_back(summary.name_kinds[i] == GpuActivityKind::kCommunication);
     }
     local_to_global_[i] = *id;
     p.name_kernels[*id] += summary.name_kernels[i];
@@ -295,30 +313,35 @@ GpuActivityKind KindOf(uint32_t name, const std::vector<bool>& communicates) {
 void TraceReducer::ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summary) {
   GpuTimeline& timeline = profile_.gpu_timeline;
   timeline.events_skipped += summary.gpu_events_skipped;
-  auto global = [this](GpuActivity a) {
-    if (a.name != kTransferName) a.name = local_to_global_[a.name];
-    return a;
-  };
   if (gpu_reading_ == GpuTimelineReading::kCollect) {
-    for (const GpuActivity& a : summary.gpu) collected_gpu_.push_back(global(a));
+    // By the trace's names: their kinds are known for sure only once every name is classified.
+    for (GpuActivity a : summary.gpu) {
+      if (a.name != kTransferName) a.name = local_to_global_[a.name];
+      collected_gpu_.push_back(a);
+    }
     return;
   }
   if (timeline.path != GpuTimelinePath::kStreamed) return;
-  // A chunk's activities come by device: the sweep is looked up once per device of the chunk.
-  DeviceSweep* sweep = nullptr;
-  for (size_t i = 0; i < summary.gpu.size(); ++i) {
-    const GpuActivity a = global(summary.gpu[i]);
-    if (i == 0 || summary.gpu[i - 1].device != a.device) sweep = &SweepOf(a.device);
-    const GpuActivityKind kind =
-        a.name == kTransferName ? GpuActivityKind::kMemcpy : KindOf(a.name, name_communicates_);
-    if (!sweep->Add(a.start_ns, a.end_ns, kind)) {
-      timeline.path = GpuTimelinePath::kReadAgain;
-      timeline.collected_reason =
-          StrCat("device ", a.device, "'s events are out of start order near byte ", chunk.begin);
-      sweeps_.clear();
-      return;
-    }
+  for (const auto& [device, chunk_sweep] : summary.device_sweeps) {
+    DeviceSweep& sweep = SweepOf(device);
+    if (sweep.Append(chunk_sweep) || SweepEach(summary, device, &sweep)) continue;
+    timeline.path = GpuTimelinePath::kReadAgain;
+    timeline.collected_reason =
+        StrCat("device ", device, "'s events are out of start order near byte ", chunk.begin);
+    sweeps_.clear();
+    return;
   }
+}
+
+bool TraceReducer::SweepEach(const ChunkSummary& summary, int32_t device, DeviceSweep* sweep) {
+  const auto first = std::lower_bound(summary.gpu.begin(), summary.gpu.end(), device,
+                                      [](const GpuActivity& a, int32_t d) { return a.device < d; });
+  for (auto a = first; a != summary.gpu.end() && a->device == device; ++a) {
+    const GpuActivityKind kind =
+        a->name == kTransferName ? GpuActivityKind::kMemcpy : summary.name_kinds[a->name];
+    if (!sweep->Add(a->start_ns, a->end_ns, kind)) return false;
+  }
+  return true;
 }
 
 DeviceSweep& TraceReducer::SweepOf(int32_t device) {

@@ -170,6 +170,45 @@ TEST(DeviceSweep, EqualsTheOracleOnRandomDevices) {
   }
 }
 
+// Append(): a device's activities split anywhere and swept in two parts join to the sweep of
+// the whole when the second part starts after the first has ended, and are refused otherwise.
+TEST(DeviceSweep, AppendJoinsPartsThatDoNotOverlap) {
+  std::mt19937_64 rng(31);
+  int joined = 0, refused = 0;
+  for (int device = 0; device < 500; ++device) {
+    std::vector<OracleActivity> activities;
+    int64_t at = static_cast<int64_t>(rng() % 100);
+    const int n = 1 + static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; ++i) {
+      at += static_cast<int64_t>(rng() % 30);
+      const int64_t length = static_cast<int64_t>(rng() % 40);
+      activities.push_back({at, at + length, static_cast<GpuActivityKind>(rng() % 3)});
+    }
+    const size_t split = rng() % (activities.size() + 1);
+    DeviceSweep first, second;
+    int64_t first_end = INT64_MIN;
+    for (size_t i = 0; i < activities.size(); ++i) {
+      const OracleActivity& a = activities[i];
+      (i < split ? first : second).Add(a.start, a.end, a.kind);
+      if (i < split) first_end = std::max(first_end, a.end);
+    }
+    const bool apart =
+        split == 0 || split == activities.size() || first_end <= activities[split].start;
+    const GpuTimeFigures before = first.Figures();
+    SCOPED_TRACE("device " + std::to_string(device));
+    ASSERT_EQ(first.Append(second), apart);
+    if (apart) {
+      ++joined;
+      ExpectSameFigures(Oracle(activities), first.Figures());
+    } else {
+      ++refused;
+      ExpectSameFigures(before, first.Figures());
+    }
+  }
+  EXPECT_GT(joined, 100);
+  EXPECT_GT(refused, 100);
+}
+
 // --- Traces: the oracle over the whole JSON in memory --------------------------------------------
 
 std::string ReadMaybeGzip(const std::string& path) {

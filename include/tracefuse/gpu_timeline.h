@@ -55,6 +55,10 @@ class DeviceSweep {
  public:
   // Add() takes the next activity; false (and nothing taken) when it starts before the last one.
   bool Add(int64_t start_ns, int64_t end_ns, GpuActivityKind kind);
+  // Append() takes `later`'s activities, swept on their own (a chunk's, in the parallel stage),
+  // when they all start after every activity here has ended, so that the two measures add up;
+  // false (and nothing taken) otherwise.
+  bool Append(const DeviceSweep& later);
   // Figures() is the measure of everything added so far.
   GpuTimeFigures Figures() const;
 
@@ -97,8 +101,10 @@ template <typename KindOfName>
 std::vector<DeviceTimeline> SweepCollected(std::vector<GpuActivity> activities,
                                            KindOfName&& kind_of_name);
 
-// SortByDeviceAndStart() puts activities in the order the sweeps take them.
-void SortByDeviceAndStart(std::vector<GpuActivity>* activities);
+// SortByDeviceAndStart() puts activities in the order the sweeps take them. Kineto mostly
+// writes them in that order already: when [0, middle) and [middle, end) each are (a chunk's
+// kernels, then its transfers), they are merged in linear time instead.
+void SortByDeviceAndStart(std::vector<GpuActivity>* activities, size_t middle = 0);
 
 template <typename KindOfName>
 std::vector<DeviceTimeline> SweepCollected(std::vector<GpuActivity> activities,

@@ -147,16 +147,23 @@ struct ChunkSummary {
   std::vector<uint32_t> group_size;
   std::vector<uint32_t> kernel_group;  // per kernel: its group in the chunk, or kNoGroup
   uint64_t kernels_without_correlation = 0;
-  // The chunk's GPU activities (kernels by their chunk names), by device and start: sorted here,
-  // in parallel, so that the serial sweep meets disorder only across chunks.
+  // The chunk's GPU activities (kernels by their chunk names), by device and start, and each
+  // device's swept on their own: sorted and swept here, in parallel, so that the serial stage
+  // only joins each device's sweep to the trace's (DeviceSweep::Append()), and sweeps an
+  // activity itself only where a chunk's activities overlap the ones before.
   std::vector<GpuActivity> gpu;
-  uint64_t gpu_events_skipped = 0;  // GpuTimeline::events_skipped
+  std::vector<GpuActivityKind> name_kinds;                     // per name of the chunk
+  std::vector<std::pair<int32_t, DeviceSweep>> device_sweeps;  // by device
+  uint64_t gpu_events_skipped = 0;                             // GpuTimeline::events_skipped
 
-  // Summarize() replaces the summary with `chunk`'s; `kernel_groups`: fill kernel_group.
-  void Summarize(const ParsedChunk& chunk, bool kernel_groups);
+  // Summarize() replaces the summary with `chunk`'s; `kernel_groups`: fill kernel_group;
+  // `name_rules`: the rule of each of the chunk's names, by `classifier`.
+  void Summarize(const ParsedChunk& chunk, bool kernel_groups, const Classifier& classifier,
+                 const std::vector<RuleId>& name_rules);
 
  private:
-  void SummarizeGpu(const ParsedChunk& chunk);
+  void SummarizeGpu(const ParsedChunk& chunk, const Classifier& classifier,
+                    const std::vector<RuleId>& name_rules);
 
   absl::flat_hash_map<int64_t, uint32_t> group_ids_;  // kept for its capacity
 };
@@ -371,14 +378,16 @@ class TraceReducer {
 
   CpuSideReading cpu_side_;
   GpuTimelineReading gpu_reading_;
-  std::optional<CategoryId> communication_;  // the rule set's Communication category
-  std::vector<bool> name_communicates_;      // per name: its rule's category is communication_
+  std::vector<bool> name_communicates_;  // per name: whether its kernels are Communication
   std::vector<std::pair<int32_t, DeviceSweep>> sweeps_;  // kStream: per device, few
   std::vector<GpuActivity> collected_gpu_;               // kCollect: names are the trace's
 
   void ConsumeHost(const ParsedChunk& chunk, uint64_t first_position);
   void ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summary);
   DeviceSweep& SweepOf(int32_t device);
+  // SweepEach() sweeps `device`'s activities of the chunk one by one; false when one is out of
+  // order.
+  bool SweepEach(const ChunkSummary& summary, int32_t device, DeviceSweep* sweep);
   // FinishGpuTimeline() gives the figures, once names have their final rules.
   void FinishGpuTimeline();
   void CollectHost(const ParsedChunk& chunk, uint64_t first_position);

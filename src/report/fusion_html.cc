@@ -22,6 +22,7 @@
 #include "report/html.h"
 #include "tracefuse/report/fusion.h"
 #include "tracefuse/report/stats.h"
+#include "tracefuse/report/timeline.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -55,6 +56,7 @@ class FusionHtmlPage {
   std::string Render() && {
     const auto started = std::chrono::steady_clock::now();
     Header();
+    doc_.Append("{}", GpuTimelineHtml(context_.traces, context_.labels));
     Categories();
     Opportunities();
     Mappings();

@@ -8,6 +8,7 @@
 #include "report/fusion_view.h"
 #include "report/py_json_writer.h"
 #include "tracefuse/report/fusion.h"
+#include "tracefuse/report/timeline.h"
 
 namespace tracefuse {
 namespace {
@@ -136,6 +137,7 @@ void TraceJson(Side s, const FusionSide& side, const std::vector<FusionTypeRow>&
   }
   w->EndObject();
   StageCpuJson(p.cpu_seconds, w);
+  w->Field("gpu_timeline", GpuTimelineJson(p));
   w->EndObject();
 }
 

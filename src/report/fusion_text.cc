@@ -11,6 +11,7 @@
 #include "report/fusion_view.h"
 #include "tracefuse/report/fusion.h"
 #include "tracefuse/report/stats.h"
+#include "tracefuse/report/timeline.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -38,6 +39,9 @@ class FusionPage : Page {
 
   std::string Render() && {
     Header();
+    out_ +=
+        GpuTimelineSection({view_.sides[Side::kTrace1].profile, view_.sides[Side::kTrace2].profile},
+                           {Label(Side::kTrace1), Label(Side::kTrace2)}, markdown_);
     TypeTable();
     Opportunities();
     Mappings();

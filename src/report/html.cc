@@ -72,9 +72,15 @@ constexpr size_t kLabelChars = 30;
 
 double LargestFinite(const std::vector<BarRow>& rows) {
   double largest = 0;
-  for (const BarRow& row : rows)
-    for (const Bar& bar : row.bars)
-      if (std::isfinite(bar.value)) largest = std::max(largest, bar.value);
+  for (const BarRow& row : rows) {
+    double total = 0;
+    for (const Bar& bar : row.bars) {
+      if (!std::isfinite(bar.value)) continue;
+      largest = std::max(largest, bar.value);
+      total += bar.value;
+    }
+    if (row.stacked) largest = std::max(largest, total);
+  }
   return largest;
 }
 
@@ -144,7 +150,7 @@ std::string BarChartSvg(const std::vector<BarRow>& rows, std::string_view title)
   std::string body;
   double y = kRowGap / 2;
   for (const BarRow& row : rows) {
-    const double bars = static_cast<double>(row.bars.size());
+    const double bars = row.stacked ? 1.0 : static_cast<double>(row.bars.size());
     const double height = bars * kBarHeight + (bars - 1) * kBarGap;
     fmt::format_to(std::back_inserter(body),
                    "<g><title>{}</title><text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
@@ -153,10 +159,14 @@ std::string BarChartSvg(const std::vector<BarRow>& rows, std::string_view title)
     double longest = 0;
     for (size_t i = 0; i < row.bars.size(); ++i) {
       const double length = BarLength(row.bars[i].value, largest);
-      longest = std::max(longest, length);
+      // A stacked segment starts where the one before it ended.
+      const std::string x =
+          row.stacked ? fmt::format("{:.1f}", kBarLeft + longest) : fmt::format("{}", kBarLeft);
+      longest = row.stacked ? longest + length : std::max(longest, length);
       fmt::format_to(std::back_inserter(body),
                      "<rect class=\"{}\" x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\"/>",
-                     row.bars[i].colour, kBarLeft, y + double(i) * (kBarHeight + kBarGap), length,
+                     row.bars[i].colour, x,
+                     y + (row.stacked ? 0.0 : double(i) * (kBarHeight + kBarGap)), length,
                      kBarHeight);
     }
     fmt::format_to(std::back_inserter(body),

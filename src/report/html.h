@@ -58,12 +58,14 @@ struct Bar {
   std::string colour;
 };
 
-// BarRow is one labelled row of a chart: one bar, or two paired bars (one per side).
+// BarRow is one labelled row of a chart: one bar, or two paired bars (one per side); `stacked`:
+// its bars are the segments of one bar, end to end (a whole and its parts).
 struct BarRow {
   std::string label;
   std::vector<Bar> bars;
   std::string value_text;  // shown after the longest bar
   std::string tooltip;     // the row's <title>: what a reader hovering it sees
+  bool stacked = false;
 };
 
 // BarChartSvg() draws `rows` as horizontal bars on one scale (the largest finite value), as an

@@ -22,6 +22,7 @@
 #include "tracefuse/op_compare.h"
 #include "tracefuse/platform.h"
 #include "tracefuse/report/ops.h"
+#include "tracefuse/report/timeline.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -103,6 +104,7 @@ class OpsHtmlPage {
 
   std::string Render() && {
     Header();
+    doc_.Append("{}", GpuTimelineHtml(context_.traces, context_.labels));
     OpRows("ops", "Ops that differ most", [](const OpRow& r) { return r.matched; });
     FusionDifferences();
     Instances();

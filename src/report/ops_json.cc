@@ -5,6 +5,7 @@
 #include "report/py_json_writer.h"
 #include "tracefuse/platform.h"
 #include "tracefuse/report/ops.h"
+#include "tracefuse/report/timeline.h"
 
 namespace tracefuse {
 namespace {
@@ -55,6 +56,7 @@ void TraceJson(const OpTraceSummary& s, const TraceProfile& p, const std::string
   w->Field("steps", s.steps);
   w->Field("top_level_ops", s.top_level_ops);
   w->Field("cpu_events_without_times", s.cpu_events_without_times);
+  w->Field("gpu_timeline", GpuTimelineJson(p));
   w->EndObject();
 }
 

@@ -9,6 +9,7 @@
 #include "tracefuse/op_compare.h"
 #include "tracefuse/platform.h"
 #include "tracefuse/report/ops.h"
+#include "tracefuse/report/timeline.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -77,6 +78,7 @@ class OpsPage : Page {
 
   std::string Render() && {
     Header();
+    out_ += GpuTimelineSection(context_.traces, context_.labels, markdown_);
     OpRows("Ops that differ most", [](const OpRow& r) { return r.matched; });
     out_ += FusionDifferencesSection(ops_.fusion_differences, &ops_, context_.labels, context_.top,
                                      markdown_);

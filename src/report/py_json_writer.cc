@@ -161,4 +161,37 @@ void PyJsonWriter::NonAscii(std::string_view s, size_t* i) {
   }
 }
 
+void PyJsonWriter::Value(const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::object:
+      BeginObject();
+      for (const auto& [key, value] : j.items()) Field(key, value);
+      EndObject();
+      break;
+    case Json::value_t::array:
+      BeginArray();
+      for (const Json& value : j) Value(value);
+      EndArray();
+      break;
+    case Json::value_t::string:
+      Value(j.get_ref<const std::string&>());
+      break;
+    case Json::value_t::boolean:
+      Value(j.get<bool>());
+      break;
+    case Json::value_t::number_integer:
+      Value(j.get<int64_t>());
+      break;
+    case Json::value_t::number_unsigned:
+      Value(j.get<uint64_t>());
+      break;
+    case Json::value_t::number_float:
+      Value(j.get<double>());
+      break;
+    default:  // null, and the binary and discarded values no report makes
+      Null();
+      break;
+  }
+}
+
 }  // namespace tracefuse

@@ -43,6 +43,8 @@ class PyJsonWriter {
   void Value(const char* s) { Value(std::string_view(s)); }
   void Value(const std::string& s) { Value(std::string_view(s)); }
   void Value(double d);
+  // Value() of a document tree: a part that a report shares with the tree-built ones (stats).
+  void Value(const Json& j);
   void Null() {
     NextItem();
     *out_ += "null";

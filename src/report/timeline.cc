@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "report/formatting.h"
+#include "report/html.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -88,6 +89,116 @@ std::string GpuTimelineText(const TraceProfile& p) {
   }
   if (t.events_skipped > 0) line("  gpu events skipped", Thousands(t.events_skipped));
   return out;
+}
+
+GpuTimeFigures SummedFigures(const GpuTimeline& timeline) {
+  GpuTimeFigures sum;
+  for (const DeviceTimeline& d : timeline.devices) {
+    const GpuTimeFigures& f = d.figures;
+    sum.activities += f.activities;
+    // The summed span, kept as a span from 0.
+    sum.last_end_ns += f.span_ns();
+    sum.busy_ns += f.busy_ns;
+    sum.computation_ns += f.computation_ns;
+    sum.communication_ns += f.communication_ns;
+    sum.exposed_communication_ns += f.exposed_communication_ns;
+    sum.memcpy_ns += f.memcpy_ns;
+    sum.exposed_memcpy_ns += f.exposed_memcpy_ns;
+  }
+  return sum;
+}
+
+std::string GpuTimelineSection(const PerSide<const TraceProfile*>& traces,
+                               const PerSide<std::string>& labels, bool markdown) {
+  PerSide<GpuTimeFigures> sums;
+  for (Side s : kSides) sums[s] = SummedFigures(traces[s]->gpu_timeline);
+  std::string out;
+  auto line = [&](const std::string& text) { out += text + "\n"; };
+  const std::string title = "GPU timeline (share of the span)";
+  line("");
+  line(markdown ? "## " + title : title);
+  if (!markdown) line(std::string(title.size(), '-'));
+  auto cells = [&](Side s, int64_t ns) -> std::pair<std::string, std::string> {
+    const GpuTimeFigures& f = sums[s];
+    if (f.activities == 0) return {"-", "-"};
+    return {MillisText(ns),
+            fmt::format("{:.1f} %", f.span_ns() > 0 ? 100.0 * ns / f.span_ns() : 0.0)};
+  };
+  auto row = [&](const std::string& figure, int64_t a, int64_t b) {
+    const auto [a_ms, a_share] = cells(Side::kTrace1, a);
+    const auto [b_ms, b_share] = cells(Side::kTrace2, b);
+    line(markdown
+             ? fmt::format("| {} | {} | {} | {} | {} |", figure, a_ms, a_share, b_ms, b_share)
+             : fmt::format("  {:<24}{:>12}{:>9}{:>14}{:>9}", figure, a_ms, a_share, b_ms, b_share));
+  };
+  const std::string a = labels[Side::kTrace1], b = labels[Side::kTrace2];
+  if (markdown) {
+    line("");
+    line(fmt::format("| | {} ms | share | {} ms | share |", a, b));
+    line("|---|---:|---:|---:|---:|");
+  } else {
+    line(fmt::format("  {:<24}{:>12}{:>9}{:>14}{:>9}", "", a + " ms", "share", b + " ms", "share"));
+  }
+  const GpuTimeFigures& x = sums[Side::kTrace1];
+  const GpuTimeFigures& y = sums[Side::kTrace2];
+  row("span", x.span_ns(), y.span_ns());
+  row("busy", x.busy_ns, y.busy_ns);
+  row("computation", x.computation_ns, y.computation_ns);
+  row("communication", x.communication_ns, y.communication_ns);
+  row("exposed communication", x.exposed_communication_ns, y.exposed_communication_ns);
+  row("memcpy", x.memcpy_ns, y.memcpy_ns);
+  row("exposed memcpy", x.exposed_memcpy_ns, y.exposed_memcpy_ns);
+  row("idle", x.idle_ns(), y.idle_ns());
+  for (Side s : kSides) {
+    const GpuTimeline& t = traces[s]->gpu_timeline;
+    if (t.devices.size() > 1) {
+      line(fmt::format("{}{}: {} devices, summed", markdown ? "\n" : "  ", labels[s],
+                       t.devices.size()));
+    }
+  }
+  return out;
+}
+
+std::string GpuTimelineHtml(const PerSide<const TraceProfile*>& traces,
+                            const PerSide<std::string>& labels) {
+  // Computation, the communication and the copies it does not hide, and idle time add up to the
+  // span: the union of all activities is computation + exposed communication + exposed memcpy.
+  struct Part {
+    const char* name;
+    const char* colour;
+    int64_t GpuTimeFigures::*ns;
+  };
+  static constexpr Part kParts[] = {
+      {"computation", "k0", &GpuTimeFigures::computation_ns},
+      {"exposed communication", "k1", &GpuTimeFigures::exposed_communication_ns},
+      {"exposed memcpy", "k2", &GpuTimeFigures::exposed_memcpy_ns},
+  };
+  std::string keys;
+  for (const Part& part : kParts) keys += ColourKey(part.colour, part.name) + " ";
+  keys += ColourKey("k-rest", "idle");
+  std::vector<BarRow> rows;
+  for (Side s : kSides) {
+    const GpuTimeFigures f = SummedFigures(traces[s]->gpu_timeline);
+    BarRow row;
+    row.label = labels[s];
+    row.stacked = true;
+    row.tooltip = fmt::format("{}: span {} ms", labels[s], MillisText(f.span_ns()));
+    auto share = [&](int64_t ns) { return f.span_ns() > 0 ? 100.0 * ns / f.span_ns() : 0.0; };
+    for (const Part& part : kParts) {
+      row.bars.push_back({Millis(f.*part.ns), part.colour});
+      row.tooltip += fmt::format("\n{}: {} ms ({:.1f} %)", part.name, MillisText(f.*part.ns),
+                                 share(f.*part.ns));
+    }
+    row.bars.push_back({Millis(f.idle_ns()), "k-rest"});
+    row.tooltip +=
+        fmt::format("\nidle: {} ms ({:.1f} %)", MillisText(f.idle_ns()), share(f.idle_ns()));
+    row.value_text = f.activities == 0 ? "no GPU events"
+                                       : fmt::format("{} ms, busy {:.1f} %",
+                                                     MillisText(f.span_ns()), share(f.busy_ns));
+    rows.push_back(std::move(row));
+  }
+  return StrCat("<section id=\"gpu-timeline\">\n<h2>GPU timeline</h2>\n<p>", keys, "</p>\n",
+                BarChartSvg(rows, "GPU timeline"), "</section>\n");
 }
 
 }  // namespace tracefuse

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "tracefuse/analyze.h"
 #include "tracefuse/reduce.h"
 #include "tracefuse/report/json.h"
 
@@ -19,6 +20,19 @@ Json GpuTimelineJson(const TraceProfile& profile);
 // GpuTimelineText() is the same for people: a "gpu timeline" line, then one line per device
 // with its span and each figure's share of it.
 std::string GpuTimelineText(const TraceProfile& profile);
+
+// GpuTimelineSection() is both traces' timelines side by side (`compare` and `ops` text and
+// markdown): each figure summed over a trace's devices, in ms and as a share of the summed span.
+std::string GpuTimelineSection(const PerSide<const TraceProfile*>& traces,
+                               const PerSide<std::string>& labels, bool markdown);
+
+// GpuTimelineHtml() is the same as an HTML <section id="gpu-timeline">: one stacked bar per side
+// on one scale (computation, exposed communication, exposed memcpy, idle: together the span).
+std::string GpuTimelineHtml(const PerSide<const TraceProfile*>& traces,
+                            const PerSide<std::string>& labels);
+
+// SummedFigures() is a trace's figures summed over its devices (`activities` too).
+GpuTimeFigures SummedFigures(const GpuTimeline& timeline);
 
 }  // namespace tracefuse
 
