@@ -579,6 +579,7 @@ absl::Status ReadGpuTimelineAgain(const std::string& path,
   if (!whole.ok()) return whole.status();
   GpuTimeline& timeline = profile->gpu_timeline;
   timeline.devices = std::move(whole->gpu_timeline.devices);
+  timeline.collectives = std::move(whole->gpu_timeline.collectives);
   timeline.path = GpuTimelinePath::kCollected;
   return absl::OkStatus();
 }

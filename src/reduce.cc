@@ -329,7 +329,14 @@ void TraceReducer::ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summ
     timeline.collected_reason =
         StrCat("device ", device, "'s events are out of start order near byte ", chunk.begin);
     sweeps_.clear();
+    timeline.collectives = {};
     return;
+  }
+  for (const GpuActivity& a : summary.gpu) {
+    if (a.name != kTransferName && summary.name_kinds[a.name] == GpuActivityKind::kCommunication) {
+      timeline.collectives.push_back(
+          Collective{a.start_ns, a.end_ns - a.start_ns, a.device, local_to_global_[a.name]});
+    }
   }
 }
 
@@ -356,6 +363,13 @@ void TraceReducer::FinishGpuTimeline() {
   GpuTimeline& timeline = profile_.gpu_timeline;
   const std::vector<bool> communicates = CommunicatesByName(profile_);
   if (gpu_reading_ == GpuTimelineReading::kCollect) {
+    SortByDeviceAndStart(&collected_gpu_);
+    for (const GpuActivity& a : collected_gpu_) {
+      if (a.name != kTransferName && communicates[a.name]) {
+        timeline.collectives.push_back(
+            Collective{a.start_ns, a.end_ns - a.start_ns, a.device, a.name});
+      }
+    }
     timeline.devices = SweepCollected(std::move(collected_gpu_),
                                       [&](uint32_t name) { return KindOf(name, communicates); });
     collected_gpu_ = {};
@@ -367,10 +381,14 @@ void TraceReducer::FinishGpuTimeline() {
     // the wrong kind.
     timeline.path = GpuTimelinePath::kReadAgain;
     timeline.collected_reason = "the platform found at the end changed which kernels communicate";
+    timeline.collectives = {};
     return;
   }
   std::sort(sweeps_.begin(), sweeps_.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Each device's in start order already; devices interleave by chunk.
+  std::stable_sort(timeline.collectives.begin(), timeline.collectives.end(),
+                   [](const Collective& a, const Collective& b) { return a.device < b.device; });
   for (const auto& [device, sweep] : sweeps_) {
     timeline.devices.push_back(DeviceTimeline{device, sweep.Figures()});
   }

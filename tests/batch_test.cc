@@ -328,8 +328,8 @@ TEST_F(BatchCli, StatusFileSchema) {
   for (const auto& [key, value] : s.items()) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<std::string>{
                       "label", "state", "exit_code", "error", "trace1", "trace2", "manifest",
-                      "task", "reports", "elapsed_seconds", "peak_rss_bytes", "bytes_read", "host",
-                      "pid", "slurm", "started_at", "tracefuse_version"}));
+                      "task", "reports", "elapsed_seconds", "peak_rss_bytes", "bytes_read",
+                      "gpu_timeline", "host", "pid", "slurm", "started_at", "tracefuse_version"}));
   EXPECT_EQ(s["label"], "x");
   EXPECT_EQ(s["state"], "complete");
   EXPECT_EQ(s["exit_code"], 0);
@@ -358,6 +358,18 @@ TEST_F(BatchCli, StatusFileSchema) {
   EXPECT_EQ(started[10], 'T');
   EXPECT_EQ(started.back(), 'Z');
   EXPECT_EQ(s["tracefuse_version"], TRACEFUSE_VERSION);
+  // Each side's timeline as `stats` gives it, and its collectives in columns of one length.
+  for (const auto& [side, trace] : {std::pair{"trace1", "amd.json"}, {"trace2", "nvidia.json"}}) {
+    RunResult stats =
+        RunCommand(std::string(TRACEFUSE_BINARY) + " stats --format json " + Trace(trace));
+    ASSERT_EQ(stats.exit_code, 0) << stats.err;
+    Json timeline = s["gpu_timeline"][side];
+    Json collectives = timeline["collectives"];
+    ASSERT_EQ(timeline.erase("collectives"), 1u);
+    EXPECT_EQ(timeline, Json::parse(stats.out)["gpu_timeline"]) << side;
+    EXPECT_EQ(collectives["device"].size(), collectives["name"].size());
+    EXPECT_EQ(collectives["device"].size(), collectives["duration_us"].size());
+  }
 }
 
 // Waits up to 10 s for a reader to open the FIFO; -1 when none does.

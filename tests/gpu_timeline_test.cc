@@ -237,8 +237,13 @@ int64_t Nanos(const nlohmann::json& us) {
   return negative ? -ns : ns;
 }
 
+// OracleCollective is a communication kernel as the oracle sees it: device, start, duration,
+// name.
+using OracleCollective = std::tuple<int32_t, int64_t, int64_t, std::string>;
+
 std::map<int32_t, GpuTimeFigures> OracleOfTrace(const std::string& path,
-                                                const TraceProfile& profile) {
+                                                const TraceProfile& profile,
+                                                std::vector<OracleCollective>* collectives) {
   const nlohmann::json trace = nlohmann::json::parse(ReadMaybeGzip(path));
   const nlohmann::json& events = trace.is_array() ? trace : trace.at("traceEvents");
   std::map<int32_t, std::vector<OracleActivity>> devices;
@@ -269,6 +274,7 @@ std::map<int32_t, GpuTimeFigures> OracleOfTrace(const std::string& path,
                      "Communication"
                  ? kComm
                  : kComp;
+      if (kind == kComm) collectives->emplace_back(device, ts, dur, name);
     }
     devices[device].push_back({ts, ts + dur, kind});
   }
@@ -291,7 +297,20 @@ TraceProfile ProfileOf(const std::string& path, int threads, size_t chunk_bytes)
 }
 
 void ExpectOracle(const std::string& path, const TraceProfile& p) {
-  const std::map<int32_t, GpuTimeFigures> want = OracleOfTrace(path, p);
+  std::vector<OracleCollective> want_collectives, got_collectives;
+  const std::map<int32_t, GpuTimeFigures> want = OracleOfTrace(path, p, &want_collectives);
+  for (size_t i = 0; i < p.gpu_timeline.collectives.size(); ++i) {
+    const Collective& c = p.gpu_timeline.collectives[i];
+    got_collectives.emplace_back(c.device, c.start_ns, c.duration_ns, p.names[c.name]);
+    if (i > 0) {  // by device and start
+      const Collective& b = p.gpu_timeline.collectives[i - 1];
+      EXPECT_TRUE(b.device < c.device || (b.device == c.device && b.start_ns <= c.start_ns)) << i;
+    }
+  }
+  // Ties in start may come in either order.
+  std::sort(want_collectives.begin(), want_collectives.end());
+  std::sort(got_collectives.begin(), got_collectives.end());
+  EXPECT_EQ(want_collectives, got_collectives);
   ASSERT_EQ(p.gpu_timeline.devices.size(), want.size());
   for (const DeviceTimeline& d : p.gpu_timeline.devices) {
     SCOPED_TRACE("device " + std::to_string(d.device));

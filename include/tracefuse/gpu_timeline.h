@@ -86,11 +86,22 @@ enum class GpuTimelinePath : uint8_t {
                // collecting, before anything reads the figures
 };
 
+// Collective is one communication kernel: what lets `merge` match the i-th collective of a kind
+// across the ranks of a run and measure how long each rank waited in it.
+struct Collective {
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+  int32_t device = 0;
+  uint32_t name = 0;  // index into the trace's names
+};
+
 // GpuTimeline is a trace's GPU timeline: one entry per device that ran an activity, by device.
 struct GpuTimeline {
   GpuTimelinePath path = GpuTimelinePath::kStreamed;
   std::string collected_reason;
   std::vector<DeviceTimeline> devices;
+  // The communication kernels, by device and start: 24 bytes each, as many as the collectives.
+  std::vector<Collective> collectives;
   // Kernel, memcpy and memset events left out: ts or dur missing or not a number, or dur < 0.
   uint64_t events_skipped = 0;
 };

@@ -18,6 +18,7 @@
 #include "tracefuse/report/json.h"
 #include "tracefuse/report/output_file.h"
 #include "tracefuse/report/stats.h"
+#include "tracefuse/report/timeline.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -82,6 +83,8 @@ struct PairStatus {
   std::vector<std::string> reports;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   uint64_t bytes_read = 0;
+  // Each side's GPU timeline and collectives, once compared: what `merge` compares across ranks.
+  Json gpu_timeline;
   std::string host = HostName();
   int64_t pid = getpid();
   std::string started_at = UtcNow();
@@ -102,6 +105,7 @@ Json StatusJson(const PairStatus& s) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
   j["peak_rss_bytes"] = PeakRssBytes();
   j["bytes_read"] = s.bytes_read;
+  j["gpu_timeline"] = s.gpu_timeline;
   j["host"] = s.host;
   j["pid"] = s.pid;
   j["slurm"] = Json{{"job_id", OptionalJson(Env("SLURM_JOB_ID"))},
@@ -149,6 +153,13 @@ absl::Status ComparePair(const Manifest& manifest, const ManifestRow& row,
   absl::StatusOr<Comparison> comparison = RunComparison(status->trace1, status->trace2, compare,
                                                         options.pipeline, exit_code, classifiers);
   if (!comparison.ok()) return comparison.status();
+  status->gpu_timeline = Json::object();
+  for (Side s : kSides) {
+    const TraceProfile& trace = comparison->traces[static_cast<size_t>(s)];
+    Json side = GpuTimelineJson(trace);
+    side["collectives"] = CollectivesJson(trace);
+    status->gpu_timeline[s == Side::kTrace1 ? "trace1" : "trace2"] = std::move(side);
+  }
   for (const TraceProfile& trace : comparison->traces) {
     status->bytes_read += trace.input_bytes;
     if (trace.truncated) {

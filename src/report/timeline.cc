@@ -3,6 +3,7 @@
 #include <iterator>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "report/formatting.h"
 #include "report/html.h"
 #include "tracefuse/strings.h"
@@ -62,6 +63,23 @@ Json GpuTimelineJson(const TraceProfile& p) {
   }
   j["devices"] = std::move(devices);
   return j;
+}
+
+Json CollectivesJson(const TraceProfile& p) {
+  Json names = Json::array(), device = Json::array(), name = Json::array(),
+       duration = Json::array();
+  absl::flat_hash_map<uint32_t, size_t> index;  // the trace's name -> its place in `names`
+  for (const Collective& c : p.gpu_timeline.collectives) {
+    auto [it, inserted] = index.try_emplace(c.name, index.size());
+    if (inserted) names.push_back(p.names[c.name]);
+    device.push_back(c.device);
+    name.push_back(it->second);
+    duration.push_back(Micros(c.duration_ns));
+  }
+  return Json{{"names", std::move(names)},
+              {"device", std::move(device)},
+              {"name", std::move(name)},
+              {"duration_us", std::move(duration)}};
 }
 
 std::string GpuTimelineText(const TraceProfile& p) {

@@ -19,6 +19,9 @@
 //   elapsed_seconds    number   since the pair started
 //   peak_rss_bytes     int      the process's peak resident memory so far (getrusage ru_maxrss)
 //   bytes_read         int      both traces' uncompressed bytes; 0 when it failed before
+//   gpu_timeline       object   {"trace1", "trace2"}: each side's GpuTimelineJson() with its
+//                               "collectives" (CollectivesJson(), report/timeline.h); null
+//                               until compared
 //   host               string   gethostname()
 //   pid                int      the process's id: the rows of one array task (--rows-per-task)
 //                               run in one process, one after another, and share it

@@ -17,6 +17,12 @@ namespace tracefuse {
 // exposed_communication_us, memcpy_us, exposed_memcpy_us and idle_us.
 Json GpuTimelineJson(const TraceProfile& profile);
 
+// CollectivesJson() is a trace's communication kernels by device and start, in columns (a run
+// has thousands): {"names": [distinct names], "device": [...], "name": [index into names],
+// "duration_us": [...]}. `batch` writes them in each pair's status, for `merge` to match the
+// i-th collective of each name across the ranks of a run.
+Json CollectivesJson(const TraceProfile& profile);
+
 // GpuTimelineText() is the same for people: a "gpu timeline" line, then one line per device
 // with its span and each figure's share of it.
 std::string GpuTimelineText(const TraceProfile& profile);
