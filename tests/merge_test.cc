@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
+#include "tracefuse/batch/ranks.h"
 #include "tracefuse/batch/summary.h"
 #include "tracefuse/strings.h"
 
@@ -128,6 +129,59 @@ void MakeMixedBatch(BatchDir* b) {
   b->Status("slow", "interrupted", 143, kInterruptedError);
   b->Status("killed", "running", nullptr, nullptr);
   b->Manifest({"never-ran"});
+}
+
+// Four ranks in lockstep: rank2 computes 1.3x as long, and the others wait for it in each of
+// three all-reduces (a name rank0 alone ran is not matched).
+TEST(Ranks, TheSlowRankIsTheStragglerAndTheOthersWaitForIt) {
+  std::vector<RankTimeline> ranks;
+  for (int r = 0; r < 4; ++r) {
+    RankTimeline t;
+    t.pair = "rank" + std::to_string(r);
+    t.computation_us = r == 2 ? 130 : 100 + r;
+    t.collectives = {{"allreduce", r == 2 ? std::vector<double>{10, 10, 10}
+                                          : std::vector<double>{40, 35.5, 50}}};
+    if (r == 0) t.collectives.push_back({"alltoall", {7}});
+    ranks.push_back(t);
+  }
+  RankAnalysis a = AnalyzeRanks(ranks, 0.10);
+  ASSERT_EQ(a.ranks.size(), 4u);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(a.ranks[r].pair, "rank" + std::to_string(r));
+    EXPECT_DOUBLE_EQ(a.ranks[r].wait_us, r == 2 ? 0 : 95.5);
+    EXPECT_EQ(a.ranks[r].collectives, 3u);
+  }
+  ASSERT_EQ(a.stragglers.size(), 1u);
+  const Straggler& s = a.stragglers[0];
+  EXPECT_EQ(s.pair, "rank2");
+  EXPECT_DOUBLE_EQ(s.computation_us, 130);
+  EXPECT_DOUBLE_EQ(s.median_computation_us, 102);  // of 100, 101, 103 and 130
+  EXPECT_DOUBLE_EQ(s.others_wait_us, 3 * 95.5);
+  EXPECT_EQ(s.other_ranks, 3u);
+  EXPECT_EQ(s.collectives, 3u);
+}
+
+// No straggler: ranks that compute alike (whatever they wait), a slow rank that waits too, a
+// rank below the threshold, a run of one rank. Collectives are matched up to the fewest.
+TEST(Ranks, NoStragglerWithoutBothSlowComputationAndTheLowestWait) {
+  auto rank = [](const std::string& pair, double computation, std::vector<double> durations) {
+    RankTimeline t;
+    t.pair = pair;
+    t.computation_us = computation;
+    t.collectives = {{"allreduce", std::move(durations)}};
+    return t;
+  };
+  EXPECT_TRUE(
+      AnalyzeRanks({rank("a", 100, {5, 9}), rank("b", 100, {9, 5})}, 0.1).stragglers.empty());
+  EXPECT_TRUE(AnalyzeRanks({rank("a", 100, {1}), rank("b", 100, {9}), rank("c", 140, {5})}, 0.1)
+                  .stragglers.empty());
+  EXPECT_TRUE(AnalyzeRanks({rank("a", 100, {9}), rank("b", 100, {9}), rank("c", 109, {1})}, 0.1)
+                  .stragglers.empty());
+  EXPECT_TRUE(AnalyzeRanks({rank("a", 100, {9})}, 0.1).stragglers.empty());
+  RankAnalysis a = AnalyzeRanks({rank("a", 100, {9, 4, 8}), rank("b", 100, {2})}, 0.1);
+  EXPECT_EQ(a.ranks[0].collectives, 1u);
+  EXPECT_DOUBLE_EQ(a.ranks[0].wait_us, 7);
+  EXPECT_DOUBLE_EQ(a.ranks[1].wait_us, 0);
 }
 
 TEST(Merge, CountsEveryStateAndListsTheProblems) {
