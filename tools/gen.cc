@@ -8,6 +8,12 @@
 // The AMD variant runs a few operations unfused (a separate reduce after attention, a separate
 // residual add, more sort kernels), so `tracefuse compare` has something to find.
 //
+// --world-size N above 1 makes the trace one rank (--rank) of a tensor-parallel job: each layer of
+// the replay ends with an all-reduce that every rank leaves at the same time, when the slowest
+// rank's compute is done plus a transfer. Per-rank durations come from (seed, rank, kernel) alone,
+// so the N invocations agree without talking; --slow-rank R makes rank R compute --slow-factor
+// times as long, and --expect-ranks FILE writes every rank's computation, collective and wait.
+//
 // Layouts, the same JSON document token for token, only the whitespace differing: "kineto" (the
 // default: several lines per event, as PyTorch's profiler writes through Kineto's C++ writer),
 // "lines" (one event per line) and "compact" (the whole trace on one line, as json.dump writes).
@@ -43,6 +49,7 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -75,6 +82,9 @@ struct Options {
   uint64_t steps = 0;  // 0: as many as the size allows
   int rank = 0;        // distributedInfo of one process of a distributed job
   int world_size = 1;
+  int slow_rank = -1;  // the rank whose every compute kernel takes slow_factor as long
+  double slow_factor = 1.3;
+  std::string expect_ranks;       // what each rank's trace must show, as JSON
   uint64_t giant_name_bytes = 0;  // one more kernel, in the second step, with a name this long
   bool summary = false;
   bool eager = false;
@@ -560,10 +570,40 @@ class EventWriter {
 constexpr int64_t kCpuStartNs =
     1751410836000000000 / 1000 * 1000 - 1751410000000000000 + 5000000000;
 
+// The collective that ends each layer of a multi-rank run: names that real NCCL and RCCL traces
+// show for a bf16 all-reduce, which tracefuse's rules classify as Communication.
+constexpr const char* kNcclAllReduce =
+    "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+constexpr const char* kRcclAllReduce = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)";
+
+// A hash of a few numbers, so that every invocation of a multi-rank run draws the same per-rank
+// variation without sharing a generator's state.
+uint64_t Mix(uint64_t seed, uint64_t a, uint64_t b) {
+  return Rng{seed ^ (a * 0xD1B54A32D192ED03ULL) ^ (b * 0x8CB92BA72F3D8DD7ULL)}.Next();
+}
+
+// What one rank of a multi-rank run spends, in nanoseconds, for --expect-ranks.
+struct RankTotals {
+  int64_t computation_ns = 0;
+  int64_t collective_ns = 0;
+  int64_t wait_ns = 0;
+};
+
+// TraceWriter writes one rank's trace, but keeps every rank's GPU clock: a multi-rank run is N
+// invocations that cannot talk to each other, so each one replays the whole job to know when the
+// slowest rank reaches each collective, and hence when the collective ends on its own rank.
 class TraceWriter {
  public:
   TraceWriter(Writer& w, const Options& o)
-      : events_(w, o.platform == "amd"), w_(w), o_(o), amd_(o.platform == "amd"), rng_{o.seed} {
+      : events_(w, o.platform == "amd"),
+        w_(w),
+        o_(o),
+        amd_(o.platform == "amd"),
+        rng_{o.seed},
+        me_(o.world_size > 1 ? o.rank : 0),
+        gpu_ts_(o.world_size > 1 ? o.world_size : 1, 0),
+        totals_(gpu_ts_.size()),
+        rank_dur_(gpu_ts_.size()) {
     if (o.giant_name_bytes > 0) giant_name_ = GiantName(o.giant_name_bytes);
   }
 
@@ -571,6 +611,8 @@ class TraceWriter {
   void Footer() { events_.Footer(); }
   uint64_t kernels() const { return events_.kernels(); }
   uint64_t events() const { return events_.events(); }
+  uint64_t collectives() const { return collectives_; }
+  const std::vector<RankTotals>& totals() const { return totals_; }
 
   // One decode step: a graph replay, then eager sampling kernels.
   void Step() {
@@ -590,9 +632,11 @@ class TraceWriter {
     uint64_t ext = next_ext_++;
     CpuOp("vllm::unified_attention_with_output", ext, 12000);
     Launch(amd_ ? "hipGraphLaunch" : "cudaGraphLaunch", corr, ext);
-    gpu_ts_ = std::max(gpu_ts_, cpu_ts_ + 5000);
+    for (int64_t& ts : gpu_ts_) ts = std::max(ts, cpu_ts_ + 5000);
     for (int l = 0; l < o_.layers; ++l) {
       for (const KernelKind& k : layer) Kernel(k, corr, ext);
+      // Tensor parallelism: each layer's output is summed across the ranks, inside the graph.
+      if (o_.world_size > 1) AllReduce(corr, ext);
       w_.MaybeFlush();
     }
     // Eager sampling and bookkeeping kernels, one launch each.
@@ -601,7 +645,8 @@ class TraceWriter {
     for (int e = 0; e < o_.eager_per_step; ++e) EagerKernel(kEager[e % kEager.size()]);
     Memcpy();
     ++step_;
-    cpu_ts_ = std::max(cpu_ts_, gpu_ts_) + 20000;
+    // The next step starts when the slowest rank is done, so that the ranks share step starts.
+    cpu_ts_ = std::max(cpu_ts_, *std::max_element(gpu_ts_.begin(), gpu_ts_.end())) + 20000;
   }
 
  private:
@@ -628,13 +673,47 @@ class TraceWriter {
     cpu_ts_ += 5000;
   }
   void Kernel(const KernelKind& k, uint64_t corr, uint64_t ext) {
-    int64_t dur = k.dur_ns + rng_.Range(0, k.dur_ns / 8 + 1);
-    events_.Kernel(k.name, gpu_ts_, dur, corr, ext);
+    // Every rank draws the same base duration from rng_, so one rank's draws stay in step with
+    // every other's, and a single-rank run draws exactly what it always did.
+    const int64_t base = k.dur_ns + rng_.Range(0, k.dur_ns / 8 + 1);
+    for (size_t r = 0; r < gpu_ts_.size(); ++r) rank_dur_[r] = RankDuration(k, base, r);
+    events_.Kernel(k.name, gpu_ts_[me_], rank_dur_[me_], corr, ext);
     if (pending_flow_ == corr) {
-      events_.Flow("f", corr, gpu_ts_, 0, 7);
+      events_.Flow("f", corr, gpu_ts_[me_], 0, 7);
       pending_flow_ = 0;
     }
-    gpu_ts_ += dur + 1000;
+    for (size_t r = 0; r < gpu_ts_.size(); ++r) {
+      totals_[r].computation_ns += rank_dur_[r];
+      gpu_ts_[r] += rank_dur_[r] + 1000;
+    }
+    ++compute_kernels_;
+  }
+  // RankDuration() is how long rank r runs a kernel whose shared draw is `base`: a few percent of
+  // per-rank noise, from (seed, rank, kernel) alone, and --slow-factor on the slow rank.
+  int64_t RankDuration(const KernelKind& k, int64_t base, size_t r) const {
+    if (o_.world_size <= 1) return base;
+    int64_t dur = base + static_cast<int64_t>(Mix(o_.seed, r + 1, compute_kernels_) %
+                                              uint64_t(k.dur_ns / 16 + 1));
+    if (static_cast<int>(r) == o_.slow_rank)
+      dur = std::llround(static_cast<double>(dur) * o_.slow_factor);
+    return dur;
+  }
+  // AllReduce() ends every rank's compute segment with a collective: it starts on each rank when
+  // that rank's compute is done, and ends on all of them when the last rank's is, plus the
+  // transfer, so a rank that finished early waits and all of them start the next segment together.
+  void AllReduce(uint64_t corr, uint64_t ext) {
+    const int64_t last = *std::max_element(gpu_ts_.begin(), gpu_ts_.end());
+    const int64_t transfer = 9000 + static_cast<int64_t>(Mix(o_.seed, 0, collectives_) % 3000);
+    const int64_t end = last + transfer;
+    events_.Kernel(amd_ ? kRcclAllReduce : kNcclAllReduce, gpu_ts_[me_], end - gpu_ts_[me_], corr,
+                   ext);
+    // The rank that arrived last runs the shortest collective: the transfer alone.
+    for (size_t r = 0; r < gpu_ts_.size(); ++r) {
+      totals_[r].collective_ns += end - gpu_ts_[r];
+      totals_[r].wait_ns += last - gpu_ts_[r];
+      gpu_ts_[r] = end + 1000;
+    }
+    ++collectives_;
   }
   void EagerKernel(const KernelKind& k) {
     for (int i = 0; i < o_.python_per_kernel; ++i) Python(kPythonFrames[1 + (i + step_) % 4], 9000);
@@ -642,12 +721,12 @@ class TraceWriter {
     uint64_t ext = next_ext_++;
     CpuOp("aten::fill_", ext, 8250);
     Launch(amd_ ? "hipLaunchKernel" : "cudaLaunchKernel", corr, ext);
-    gpu_ts_ = std::max(gpu_ts_, cpu_ts_);
+    for (int64_t& ts : gpu_ts_) ts = std::max(ts, cpu_ts_);
     Kernel(k, corr, ext);
   }
   void Memcpy() {
-    events_.Memcpy(gpu_ts_, 2100, next_corr_++);
-    gpu_ts_ += 3100;
+    events_.Memcpy(gpu_ts_[me_], 2100, next_corr_++);
+    for (int64_t& ts : gpu_ts_) ts += 3100;
   }
 
   // GiantName() is a kernel name of exactly `bytes` bytes (at least 32), for the tests of
@@ -665,8 +744,13 @@ class TraceWriter {
   bool amd_;
   std::string giant_name_;
   Rng rng_;
+  size_t me_;                    // this trace's rank
+  std::vector<int64_t> gpu_ts_;  // each rank's GPU clock: where its next kernel may start
+  std::vector<RankTotals> totals_;
+  std::vector<int64_t> rank_dur_;  // the kernel being written, on each rank
+  uint64_t compute_kernels_ = 0;
+  uint64_t collectives_ = 0;
   int64_t cpu_ts_ = kCpuStartNs;
-  int64_t gpu_ts_ = 0;
   uint64_t next_corr_ = 1000;
   uint64_t next_ext_ = 1;
   uint64_t python_id_ = 0;
@@ -1446,9 +1530,27 @@ void PrintSummary(const Writer& w, uint64_t events, uint64_t kernels) {
                static_cast<unsigned long long>(kernels));
 }
 
+// Nanoseconds as the trace writes them: microseconds with three decimals.
+std::string MicrosText(int64_t ns) { return fmt::format("{}.{:03}", ns / 1000, ns % 1000); }
+
+// RankExpectations() is --expect-ranks' JSON: what every rank's trace holds, one rank a line.
+std::string RankExpectations(const Options& o, const TraceWriter& t) {
+  std::string json = fmt::format(
+      "{{\"world_size\": {}, \"slow_rank\": {}, \"collectives_per_rank\": {}, \"ranks\": [",
+      o.world_size, o.slow_rank < 0 ? "null" : std::to_string(o.slow_rank), t.collectives());
+  for (size_t r = 0; r < t.totals().size(); ++r) {
+    const RankTotals& rank = t.totals()[r];
+    json += fmt::format(
+        "{}\n  {{\"rank\": {}, \"computation_us\": {}, \"collective_us\": {}, \"wait_us\": {}}}",
+        r ? "," : "", r, MicrosText(rank.computation_ns), MicrosText(rank.collective_ns),
+        MicrosText(rank.wait_ns));
+  }
+  return json + "\n]}\n";
+}
+
 int RunDecode(const Options& o) {
-  Output out(o.output);
-  if (!out.Open()) return 3;
+  Output out(o.output), expected(o.expect_ranks);
+  if (!out.Open() || (!o.expect_ranks.empty() && !expected.Open())) return 3;
   const uint64_t target = ParseSize(o.size);
   bool ok;
   {
@@ -1460,8 +1562,46 @@ int RunDecode(const Options& o) {
     w.Flush();
     ok = w.ok();
     if (o.summary) PrintSummary(w, t.events(), t.kernels());
+    if (!o.expect_ranks.empty()) {
+      const std::string json = RankExpectations(o, t);
+      ok = std::fwrite(json.data(), 1, json.size(), expected.file()) == json.size() && ok;
+    }
   }
-  return out.Commit(ok) ? 0 : 3;
+  ok = out.Commit(ok);
+  if (!o.expect_ranks.empty()) ok = expected.Commit(ok);
+  return ok ? 0 : 3;
+}
+
+// CheckRanks() returns what is wrong with the multi-rank options, empty when nothing is.
+std::string CheckRanks(const Options& o) {
+  if (o.world_size < 1) return "--world-size must be 1 or more";
+  if (o.world_size > 1 && (o.rank < 0 || o.rank >= o.world_size))
+    return "--rank must be below --world-size";
+  if (o.slow_rank >= 0 && o.world_size < 2) return "--slow-rank needs --world-size 2 or more";
+  if (o.slow_rank >= o.world_size) return "--slow-rank must be below --world-size";
+  if (!o.expect_ranks.empty() && o.world_size < 2)
+    return "--expect-ranks needs --world-size 2 or more";
+  if (o.expect_ranks == "-") return "--expect-ranks takes a file";
+  return "";
+}
+
+// AddRankOptions() declares the options of a multi-rank run, which --eager does not write.
+void AddRankOptions(CLI::App& app, Options& o, CLI::Option* eager) {
+  CLI::Option* slow =
+      app.add_option("--slow-rank", o.slow_rank,
+                     "with --world-size: the rank whose compute kernels take --slow-factor as "
+                     "long, which every other rank waits for at each collective")
+          ->check(CLI::NonNegativeNumber);
+  CLI::Option* factor =
+      app.add_option("--slow-factor", o.slow_factor, "how much longer --slow-rank computes")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
+  CLI::Option* expect_ranks = app.add_option(
+      "--expect-ranks", o.expect_ranks,
+      "with --world-size: write every rank's computation, collective and wait times (us) to "
+      "this JSON file");
+  factor->needs(slow);
+  for (CLI::Option* option : {slow, factor, expect_ranks}) eager->excludes(option);
 }
 
 // kPlantKinds are --plant's kinds, each with the plants it turns on.
@@ -1571,7 +1711,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
   app.add_option("--rank", o.rank, "distributedInfo.rank (one trace per rank of a job)")
       ->capture_default_str();
-  app.add_option("--world-size", o.world_size, "distributedInfo.world_size")->capture_default_str();
+  app.add_option("--world-size", o.world_size,
+                 "distributedInfo.world_size; above 1, each layer ends with an all-reduce "
+                 "synchronised across the ranks")
+      ->capture_default_str();
   CLI::Option* giant =
       app.add_option(
              "--giant-name", o.giant_name_bytes,
@@ -1603,9 +1746,14 @@ int main(int argc, char** argv) {
   pair->needs(eager);
   expect->needs(eager);
   plant->needs(eager);
+  AddRankOptions(app, o, eager);
   CLI11_PARSE(app, argc, argv);
   if (o.eager && (o.pair_output == "-" || o.expect == "-")) {
     std::fprintf(stderr, "tracefuse-gen: error: --pair-output and --expect take a file\n");
+    return 2;
+  }
+  if (const std::string problem = CheckRanks(o); !problem.empty()) {
+    std::fprintf(stderr, "tracefuse-gen: error: %s\n", problem.c_str());
     return 2;
   }
   return o.eager ? RunEager(o, app.count("--size") > 0) : RunDecode(o);
