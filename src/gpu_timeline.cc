@@ -22,6 +22,16 @@ bool DeviceSweep::Add(int64_t start_ns, int64_t end_ns, GpuActivityKind kind) {
   return true;
 }
 
+void GpuTimeFigures::AddMeasures(const GpuTimeFigures& other) {
+  activities += other.activities;
+  busy_ns += other.busy_ns;
+  computation_ns += other.computation_ns;
+  communication_ns += other.communication_ns;
+  exposed_communication_ns += other.exposed_communication_ns;
+  memcpy_ns += other.memcpy_ns;
+  exposed_memcpy_ns += other.exposed_memcpy_ns;
+}
+
 bool DeviceSweep::Append(const DeviceSweep& later) {
   if (later.swept_.activities == 0) return true;
   if (swept_.activities == 0) {
@@ -31,15 +41,8 @@ bool DeviceSweep::Append(const DeviceSweep& later) {
   const int64_t start = later.swept_.first_start_ns;
   if (*std::max_element(std::begin(end_), std::end(end_)) > start) return false;
   Advance(start, &swept_);
-  const GpuTimeFigures& f = later.swept_;
-  swept_.activities += f.activities;
-  swept_.last_end_ns = std::max(swept_.last_end_ns, f.last_end_ns);
-  swept_.busy_ns += f.busy_ns;
-  swept_.computation_ns += f.computation_ns;
-  swept_.communication_ns += f.communication_ns;
-  swept_.exposed_communication_ns += f.exposed_communication_ns;
-  swept_.memcpy_ns += f.memcpy_ns;
-  swept_.exposed_memcpy_ns += f.exposed_memcpy_ns;
+  swept_.AddMeasures(later.swept_);
+  swept_.last_end_ns = std::max(swept_.last_end_ns, later.swept_.last_end_ns);
   at_ = later.at_;
   std::copy(std::begin(later.end_), std::end(later.end_), std::begin(end_));
   return true;

@@ -47,6 +47,9 @@ struct GpuTimeFigures {
   int64_t exposed_memcpy_ns = 0;         // memcpy not overlapped by any kernel
 
   int64_t span_ns() const { return activities == 0 ? 0 : last_end_ns - first_start_ns; }
+  // AddMeasures() adds `other`'s activities and unions, busy_ns to exposed_memcpy_ns: the figures
+  // of stretches of time that do not overlap (the caller sets the span).
+  void AddMeasures(const GpuTimeFigures& other);
   int64_t idle_ns() const { return span_ns() - busy_ns; }
 };
 

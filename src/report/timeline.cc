@@ -112,16 +112,8 @@ std::string GpuTimelineText(const TraceProfile& p) {
 GpuTimeFigures SummedFigures(const GpuTimeline& timeline) {
   GpuTimeFigures sum;
   for (const DeviceTimeline& d : timeline.devices) {
-    const GpuTimeFigures& f = d.figures;
-    sum.activities += f.activities;
-    // The summed span, kept as a span from 0.
-    sum.last_end_ns += f.span_ns();
-    sum.busy_ns += f.busy_ns;
-    sum.computation_ns += f.computation_ns;
-    sum.communication_ns += f.communication_ns;
-    sum.exposed_communication_ns += f.exposed_communication_ns;
-    sum.memcpy_ns += f.memcpy_ns;
-    sum.exposed_memcpy_ns += f.exposed_memcpy_ns;
+    sum.AddMeasures(d.figures);
+    sum.last_end_ns += d.figures.span_ns();  // the summed span, as a span from 0
   }
   return sum;
 }
