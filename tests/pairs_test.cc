@@ -15,10 +15,11 @@ using testing::RunResult;
 
 std::string Bin() { return TRACEFUSE_BINARY; }
 
-void Generate(const std::string& path, const std::string& platform, int rank) {
-  RunResult r = RunCommand(std::string(TRACEFUSE_GEN) + " --platform " + platform +
-                           " --steps 2 --world-size 8 --seed " + std::to_string(rank + 1) +
-                           " --rank " + std::to_string(rank) + " -o " + path);
+void Generate(const std::string& path, const std::string& platform, int rank, int world_size = 8) {
+  RunResult r =
+      RunCommand(std::string(TRACEFUSE_GEN) + " --platform " + platform +
+                 " --steps 2 --world-size " + std::to_string(world_size) + " --seed " +
+                 std::to_string(rank + 1) + " --rank " + std::to_string(rank) + " -o " + path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
@@ -48,7 +49,7 @@ TEST(Pairs, EightRanksOfTwoRunsPairByDistributedInfoAndAnUnpairedFileIsListed) {
     Generate(dir.path() + "/amd/mi300-" + names[rank] + ".json", "amd", rank);
     Generate(dir.path() + "/nv/h100-" + names[7 - rank] + ".json", "nvidia", rank);
   }
-  Generate(dir.path() + "/nv/h100-z.json", "nvidia", 8);
+  Generate(dir.path() + "/nv/h100-z.json", "nvidia", 8, 9);  // a rank the AMD run lacks
   dir.File("nv/README.txt", "not a trace");
   RunResult r = RunCommand(Bin() + " pairs " + dir.path() + "/amd " + dir.path() + "/nv -o " +
                            dir.path() + "/manifest.tsv");
