@@ -336,11 +336,11 @@ TEST(Analysis, ResultDoesNotDependOnGroupOrderOfEqualGroups) {
   EXPECT_DOUBLE_EQ(r.global_counts[0].ratio, 1.0);
 }
 
-// AnalyzeFusion's precondition is an assert: the Debug build (build-debug/ in scripts/test)
+// AnalyzeFusion's precondition is an assert: the sanitizer build (build-asan/ in scripts/test)
 // checks it; in Release it is compiled out, so the test says it skipped.
 TEST(AnalysisDeathTest, NeedsKernelStreams) {
 #ifdef NDEBUG
-  GTEST_SKIP() << "assertions are compiled out of this build; the Debug build runs this test";
+  GTEST_SKIP() << "assertions are compiled out of this build; the sanitizer build runs this test";
 #else
   std::shared_ptr<const Classifier> c = testing::LetterClassifier();
   TraceReducer without_stream(c, /*keep_kernel_records=*/false);

@@ -2,8 +2,8 @@
 # Makes the batch directory of the `merge` golden tests (report_golden.merge_*.batch): in WORKDIR,
 # where report_golden.setup.* generated amd.json and nvidia.json, `batch/` as `tracefuse batch`
 # would leave it for a manifest of six rows: two complete pairs (compare's JSON reports, one of
-# them reversed under another rule set), one failed, one interrupted, one still "running", and
-# one with no status file.
+# them reversed under another rule set, and the GPU timelines `batch` records for them), one
+# failed, one interrupted, one still "running", and one with no status file.
 #
 # usage: merge_golden_setup.sh TRACEFUSE WORKDIR
 set -eu
@@ -14,6 +14,20 @@ mkdir batch
 compare="$tracefuse compare --threads 2 --progress never --format json"
 $compare amd.json nvidia.json -o batch/gen.json
 $compare nvidia.json amd.json --ruleset wafer-op -o batch/reversed.json
+# The complete pairs' GPU timelines, from a batch of their own (whose status files also hold
+# what changes from run to run: times, memory, host).
+printf 'label\ttrace1\ttrace2\toptions\ngen\tamd.json\tnvidia.json\nreversed\tnvidia.json\tamd.json\t--ruleset wafer-op\n' \
+  >timelines.tsv
+rm -rf timelines
+$tracefuse batch timelines.tsv --all --out timelines --threads 2 >/dev/null
+timeline() {
+  if [ -f "timelines/$1.status.json" ]; then
+    python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["gpu_timeline"]))' \
+      "timelines/$1.status.json"
+  else
+    echo null
+  fi
+}
 printf 'label\ttrace1\ttrace2\n' >batch/manifest.tsv
 task=0
 # status LABEL STATE EXIT_CODE ERROR TRACE1 TRACE2 (EXIT_CODE and ERROR as JSON)
@@ -22,7 +36,8 @@ status() {
   cat >"batch/$1.status.json" <<JSON
 {"label": "$1", "state": "$2", "exit_code": $3, "error": $4, "trace1": "$5", "trace2": "$6",
  "manifest": "batch/manifest.tsv", "task": $task, "reports": [], "elapsed_seconds": 2.5,
- "peak_rss_bytes": 104857600, "bytes_read": 3000000, "host": "node07",
+ "peak_rss_bytes": 104857600, "bytes_read": 3000000, "gpu_timeline": $(timeline "$1"),
+ "host": "node07",
  "slurm": {"job_id": "1234", "array_job_id": "1230", "array_task_id": "$task"},
  "started_at": "2025-06-01T12:00:0${task}Z", "tracefuse_version": "0.1.0"}
 JSON

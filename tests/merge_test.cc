@@ -12,7 +12,6 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
-#include "tracefuse/batch/ranks.h"
 #include "tracefuse/batch/summary.h"
 #include "tracefuse/strings.h"
 
@@ -64,7 +63,8 @@ class BatchDir {
 
   // A status file as batch writes it.
   void Status(const std::string& label, const std::string& state, json exit_code, json error,
-              const std::string& trace1 = "t1.json", const std::string& trace2 = "t2.json") {
+              const std::string& trace1 = "t1.json", const std::string& trace2 = "t2.json",
+              json gpu_timeline = nullptr) {
     json s = {{"label", label},
               {"state", state},
               {"exit_code", exit_code},
@@ -77,6 +77,7 @@ class BatchDir {
               {"elapsed_seconds", 1.25},
               {"peak_rss_bytes", 123456789},
               {"bytes_read", 1000},
+              {"gpu_timeline", gpu_timeline},
               {"host", "node07"},
               {"slurm", {{"job_id", "42"}, {"array_job_id", nullptr}, {"array_task_id", nullptr}}},
               {"started_at", "2025-06-01T12:00:00Z"},
@@ -97,8 +98,8 @@ class BatchDir {
     return RunCommand(StrCat(Bin(), " merge ", out(), " ", args));
   }
 
-  json MergeJson(int expected_exit) const {
-    RunResult r = Merge("--format json");
+  json MergeJson(int expected_exit, const std::string& args = "") const {
+    RunResult r = Merge("--format json " + args);
     EXPECT_EQ(r.exit_code, expected_exit) << r.err;
     return json::parse(r.out);
   }
@@ -129,59 +130,6 @@ void MakeMixedBatch(BatchDir* b) {
   b->Status("slow", "interrupted", 143, kInterruptedError);
   b->Status("killed", "running", nullptr, nullptr);
   b->Manifest({"never-ran"});
-}
-
-// Four ranks in lockstep: rank2 computes 1.3x as long, and the others wait for it in each of
-// three all-reduces (a name rank0 alone ran is not matched).
-TEST(Ranks, TheSlowRankIsTheStragglerAndTheOthersWaitForIt) {
-  std::vector<RankTimeline> ranks;
-  for (int r = 0; r < 4; ++r) {
-    RankTimeline t;
-    t.pair = "rank" + std::to_string(r);
-    t.computation_us = r == 2 ? 130 : 100 + r;
-    t.collectives = {{"allreduce", r == 2 ? std::vector<double>{10, 10, 10}
-                                          : std::vector<double>{40, 35.5, 50}}};
-    if (r == 0) t.collectives.push_back({"alltoall", {7}});
-    ranks.push_back(t);
-  }
-  RankAnalysis a = AnalyzeRanks(ranks, 0.10);
-  ASSERT_EQ(a.ranks.size(), 4u);
-  for (int r = 0; r < 4; ++r) {
-    EXPECT_EQ(a.ranks[r].pair, "rank" + std::to_string(r));
-    EXPECT_DOUBLE_EQ(a.ranks[r].wait_us, r == 2 ? 0 : 95.5);
-    EXPECT_EQ(a.ranks[r].collectives, 3u);
-  }
-  ASSERT_EQ(a.stragglers.size(), 1u);
-  const Straggler& s = a.stragglers[0];
-  EXPECT_EQ(s.pair, "rank2");
-  EXPECT_DOUBLE_EQ(s.computation_us, 130);
-  EXPECT_DOUBLE_EQ(s.median_computation_us, 102);  // of 100, 101, 103 and 130
-  EXPECT_DOUBLE_EQ(s.others_wait_us, 3 * 95.5);
-  EXPECT_EQ(s.other_ranks, 3u);
-  EXPECT_EQ(s.collectives, 3u);
-}
-
-// No straggler: ranks that compute alike (whatever they wait), a slow rank that waits too, a
-// rank below the threshold, a run of one rank. Collectives are matched up to the fewest.
-TEST(Ranks, NoStragglerWithoutBothSlowComputationAndTheLowestWait) {
-  auto rank = [](const std::string& pair, double computation, std::vector<double> durations) {
-    RankTimeline t;
-    t.pair = pair;
-    t.computation_us = computation;
-    t.collectives = {{"allreduce", std::move(durations)}};
-    return t;
-  };
-  EXPECT_TRUE(
-      AnalyzeRanks({rank("a", 100, {5, 9}), rank("b", 100, {9, 5})}, 0.1).stragglers.empty());
-  EXPECT_TRUE(AnalyzeRanks({rank("a", 100, {1}), rank("b", 100, {9}), rank("c", 140, {5})}, 0.1)
-                  .stragglers.empty());
-  EXPECT_TRUE(AnalyzeRanks({rank("a", 100, {9}), rank("b", 100, {9}), rank("c", 109, {1})}, 0.1)
-                  .stragglers.empty());
-  EXPECT_TRUE(AnalyzeRanks({rank("a", 100, {9})}, 0.1).stragglers.empty());
-  RankAnalysis a = AnalyzeRanks({rank("a", 100, {9, 4, 8}), rank("b", 100, {2})}, 0.1);
-  EXPECT_EQ(a.ranks[0].collectives, 1u);
-  EXPECT_DOUBLE_EQ(a.ranks[0].wait_us, 7);
-  EXPECT_DOUBLE_EQ(a.ranks[1].wait_us, 0);
 }
 
 TEST(Merge, CountsEveryStateAndListsTheProblems) {
@@ -285,8 +233,8 @@ TEST(Merge, FiftyPairsFitOneScreen) {
     const std::vector<std::string> lines = Lines(r.out);
     EXPECT_LE(lines.size(), 60u) << r.out;
     for (const std::string& line : lines) EXPECT_LE(line.size(), 100u) << format << ": " << line;
-    EXPECT_NE(r.out.find("... 33 more pairs: see --format csv/json"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("... and 1 more: see --format csv/json"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("... 35 more pairs: see --format csv/json"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("... and 2 more: see --format csv/json"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("52 pairs: 43 complete, 5 failed, 1 interrupted, 1 never finished, 2 "
                          "missing"),
               std::string::npos);
@@ -480,7 +428,8 @@ TEST(Merge, JsonHasEveryDocumentedKey) {
   };
   using Keys = std::vector<std::string>;
   EXPECT_EQ(keys(j), (Keys{"tracefuse_version", "dir", "manifest", "sides", "counts", "pairs",
-                           "categories", "recurring_opportunities", "problems"}));
+                           "categories", "recurring_opportunities", "problems",
+                           "straggler_threshold", "ranks", "stragglers"}));
   EXPECT_TRUE(j["tracefuse_version"].is_string());
   EXPECT_EQ(j["dir"], b.out());
   EXPECT_EQ(j["manifest"],
@@ -557,6 +506,115 @@ TEST(Merge, JsonHasEveryDocumentedKey) {
   for (const json& p : j["problems"]) {
     EXPECT_EQ(keys(p), (Keys{"label", "state", "exit_code", "error"}));
   }
+  EXPECT_EQ(j["straggler_threshold"], 0.1);
+  ASSERT_EQ(j["ranks"].size(), 2u);  // no status file here records a timeline
+  for (const json& side : j["ranks"]) {
+    EXPECT_EQ(side, json({{"collective_kind", nullptr}, {"pairs", json::array()}}));
+  }
+  EXPECT_EQ(j["stragglers"], json::array());
+}
+
+// A side's timeline as batch records it: two devices, each with its figures, and the device's
+// all-reduces.
+json SideTimeline(double computation_us, const std::vector<double>& all_reduces_us) {
+  json devices = json::array(), device = json::array(), name = json::array();
+  for (int d = 0; d < 2; ++d) {
+    devices.push_back({{"device", d},
+                       {"activities", 10},
+                       {"span_us", 100.5},
+                       {"busy_us", 90.25},
+                       {"computation_us", computation_us / 2},
+                       {"communication_us", 3.0},
+                       {"exposed_communication_us", 1.5},
+                       {"memcpy_us", 0.0},
+                       {"exposed_memcpy_us", 0.0},
+                       {"idle_us", 10.25}});
+  }
+  for (size_t i = 0; i < all_reduces_us.size(); ++i) device.push_back(0), name.push_back(0);
+  return {
+      {"path", "streamed"},
+      {"collected_reason", nullptr},
+      {"events_skipped", 0},
+      {"communication_category", "Communication"},
+      {"devices", devices},
+      {"collectives",
+       {{"names", {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"}},
+        {"device", device},
+        {"name", name},
+        {"duration_us", all_reduces_us}}}};
+}
+
+// Four complete pairs, their timelines in the status files (rank2's AMD side computes 1.3x as
+// long and waits least), one pair with its platforms the other way round: the straggler is
+// named on its side whichever way its pair is, with the others' wait, in every format.
+TEST(Merge, RanksAndTheStragglerFromTheStatusFilesTimelines) {
+  BatchDir b;
+  for (int r = 0; r < 4; ++r) {
+    const std::string label = StrCat("rank", r);
+    b.Complete(label, 5, 1, /*reversed=*/r == 3);
+    json amd = SideTimeline(r == 2 ? 1300 : 1000 + r, r == 2 ? std::vector<double>{10, 20, 10}
+                                                             : std::vector<double>{40, 35.25, 50});
+    json nvidia = SideTimeline(800, {5, 5, 5});
+    json timeline = r == 3 ? json{{"trace1", nvidia}, {"trace2", amd}}
+                           : json{{"trace1", amd}, {"trace2", nvidia}};
+    const std::string a = StrCat(b.out(), "/", label, ".status.json");
+    json status = json::parse(std::ifstream(a));
+    status["gpu_timeline"] = timeline;
+    std::ofstream(a) << status.dump(2);
+  }
+  b.Manifest();
+  json j = b.MergeJson(0);
+  ASSERT_EQ(j["sides"], json({"AMD", "NVIDIA"}));
+  const json& amd = j["ranks"][0];
+  EXPECT_EQ(amd["collective_kind"], "all-reduce");
+  ASSERT_EQ(amd["pairs"].size(), 4u);
+  EXPECT_EQ(amd["pairs"][1], json({{"pair", "rank1"},
+                                   {"span_us", 201.0},
+                                   {"busy_us", 180.5},
+                                   {"computation_us", 1001.0},
+                                   {"exposed_communication_us", 3.0},
+                                   {"idle_us", 20.5},
+                                   {"wait_us", 30 + 15.25 + 40},
+                                   {"collectives", 3}}));
+  EXPECT_EQ(amd["pairs"][2]["wait_us"], 0);  // its all-reduces are the shortest
+  EXPECT_EQ(j["ranks"][1]["pairs"].size(), 4u);
+  EXPECT_EQ(j["stragglers"], json::array({{{"side", "trace1"},
+                                           {"pair", "rank2"},
+                                           {"computation_us", 1300.0},
+                                           {"median_computation_us", 1002.0},
+                                           {"others_wait_us", 3 * 85.25},
+                                           {"other_ranks", 3},
+                                           {"collectives", 3}}}));
+  const std::string line =
+      "rank2 (AMD side) computes 1.30x the median rank; the other 3 ranks waited 0.256 ms for it "
+      "in 3 all-reduces";
+  RunResult text = b.Merge();
+  EXPECT_NE(text.out.find("  " + line.substr(0, line.rfind(' ', 98)) + "\n    "), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("  NVIDIA side: no straggler among 4 ranks (GPU computation 0.800 ms "
+                          "median, 0.800 ms at most)\n"),
+            std::string::npos)
+      << text.out;
+  RunResult html = b.Merge("--format html");
+  EXPECT_NE(html.out.find(line), std::string::npos);
+  // A threshold above the slow rank's 1.30x: no straggler.
+  EXPECT_EQ(b.MergeJson(0, "--straggler-threshold 0.4")["stragglers"], json::array());
+}
+
+// A status file whose collectives do not add up counts its pair as failed, naming the file.
+TEST(Merge, MalformedCollectivesFailTheirPair) {
+  BatchDir b;
+  json timeline = SideTimeline(1000, {1, 2});
+  timeline["collectives"]["name"] = {0, 7};
+  b.Status("broken", "complete", 0, nullptr, "t1.json", "t2.json",
+           {{"trace1", timeline}, {"trace2", nullptr}});
+  b.Manifest();
+  RunResult r = b.Merge("--format json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("tracefuse: warning: " + b.out() +
+                       "/broken.status.json: malformed JSON in \"collectives\": "),
+            std::string::npos)
+      << r.err;
 }
 
 // A report whose fusion_mappings hold 80 MB is read without holding them: the merge's peak

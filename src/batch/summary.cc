@@ -66,6 +66,10 @@ absl::StatusOr<MergedPair> ReadPair(const fs::path& status_file, const SummaryOp
   pair.started_at = status->started_at;
   pair.traces[Side::kTrace1].path = status->trace1;
   pair.traces[Side::kTrace2].path = status->trace2;
+  for (Side s : kSides) {
+    pair.traces[s].timeline = std::move(status->timelines[s]);
+    if (pair.traces[s].timeline) pair.traces[s].timeline->pair = pair.label;
+  }
   *manifest = status->manifest;
   if (pair.state != PairState::kComplete) return pair;
   pair.report_file = (status_file.parent_path() / (pair.label + ".json")).string();
@@ -127,14 +131,6 @@ std::vector<MergedPair> OrderPairs(std::vector<MergedPair> found,
     if (!placed[i]) pairs.push_back(std::move(found[i]));
   }
   return pairs;
-}
-
-// Median() of `values` (the mean of the middle two for an even count); 0 for none.
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 std::vector<MergedPair*> CompletePairs(MergeSummary* summary) {
@@ -236,6 +232,15 @@ std::vector<RecurringOpportunity> Recurring(const std::vector<MergedPair*>& comp
   return recurring;
 }
 
+// Ranks() is one side's ranks: the complete pairs with that side's timeline.
+RankAnalysis Ranks(Side side, const std::vector<MergedPair*>& complete, double threshold) {
+  std::vector<RankTimeline> ranks;
+  for (const MergedPair* p : complete) {
+    if (const std::optional<RankTimeline>& t = p->OnSide(side).timeline) ranks.push_back(*t);
+  }
+  return AnalyzeRanks(ranks, threshold);
+}
+
 }  // namespace
 
 absl::StatusOr<MergeSummary> SummarizeBatch(const std::string& dir, const SummaryOptions& options) {
@@ -260,6 +265,10 @@ absl::StatusOr<MergeSummary> SummarizeBatch(const std::string& dir, const Summar
   summary.side_names = Sides(complete);
   summary.categories = Categories(complete);
   summary.recurring = Recurring(complete);
+  summary.straggler_threshold = options.straggler_threshold;
+  for (Side side : kSides) {
+    summary.ranks[side] = Ranks(side, complete, options.straggler_threshold);
+  }
   return summary;
 }
 

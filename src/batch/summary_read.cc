@@ -208,8 +208,78 @@ absl::StatusOr<PairState> StateFromName(std::string_view name) {
       StrCat("\"state\" is '", name, "', not running, complete, failed or interrupted"));
 }
 
+simdjson::error_code DeviceFigures(od::value v, RankFigures* sum, std::string* failed_key) {
+  return ForEachKey(v, failed_key, [sum](std::string_view key, od::value figure) {
+    double* into = key == "span_us"                    ? &sum->span_us
+                   : key == "busy_us"                  ? &sum->busy_us
+                   : key == "computation_us"           ? &sum->computation_us
+                   : key == "exposed_communication_us" ? &sum->exposed_communication_us
+                   : key == "idle_us"                  ? &sum->idle_us
+                                                       : nullptr;
+    if (into == nullptr) return simdjson::SUCCESS;
+    double us = 0;
+    simdjson::error_code err = figure.get_double().get(us);
+    *into += us;
+    return err;
+  });
+}
+
+// Collectives() reads CollectivesJson()'s columns into durations by name, in the order listed.
+simdjson::error_code Collectives(od::value v, RankTimeline* timeline, std::string* failed_key) {
+  std::vector<std::string> names;
+  std::vector<uint64_t> name;
+  std::vector<double> duration;
+  simdjson::error_code err = ForEachKey(v, failed_key, [&](std::string_view key, od::value column) {
+    if (key == "names") {
+      return ForEachElement(column,
+                            [&](od::value n) { return ReadString(n, &names.emplace_back()); });
+    }
+    if (key == "name") {
+      return ForEachElement(column, [&](od::value n) { return n.get(name.emplace_back()); });
+    }
+    if (key != "duration_us") return simdjson::SUCCESS;
+    return ForEachElement(column, [&](od::value d) { return d.get(duration.emplace_back()); });
+  });
+  if (err) return err;
+  if (name.size() != duration.size()) return simdjson::INCORRECT_TYPE;
+  for (const std::string& n : names) timeline->collectives.emplace_back(n, std::vector<double>());
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] >= names.size()) return simdjson::INDEX_OUT_OF_BOUNDS;
+    timeline->collectives[name[i]].second.push_back(duration[i]);
+  }
+  return simdjson::SUCCESS;
+}
+
+// SideTimeline() reads one side of a status file's "gpu_timeline": its devices' figures,
+// summed, and its collectives.
+simdjson::error_code SideTimeline(od::value v, std::optional<RankTimeline>* out,
+                                  std::string* failed_key) {
+  if (IsNull(v)) return simdjson::SUCCESS;
+  RankTimeline timeline;
+  simdjson::error_code err = ForEachKey(v, failed_key, [&](std::string_view key, od::value f) {
+    if (key == "devices") {
+      return ForEachElement(f, [&](od::value device) {
+        return DeviceFigures(device, &timeline.figures, failed_key);
+      });
+    }
+    return key == "collectives" ? Collectives(f, &timeline, failed_key) : simdjson::SUCCESS;
+  });
+  if (!err) *out = std::move(timeline);
+  return err;
+}
+
+simdjson::error_code GpuTimelines(od::value v, PerSide<std::optional<RankTimeline>>* timelines,
+                                  std::string* failed_key) {
+  if (IsNull(v)) return simdjson::SUCCESS;
+  return ForEachKey(v, failed_key, [&](std::string_view key, od::value side) {
+    if (key == "trace1") return SideTimeline(side, &(*timelines)[Side::kTrace1], failed_key);
+    if (key == "trace2") return SideTimeline(side, &(*timelines)[Side::kTrace2], failed_key);
+    return simdjson::SUCCESS;
+  });
+}
+
 simdjson::error_code StatusField(std::string_view key, od::value v, RecordedStatus* s,
-                                 std::optional<std::string>* state) {
+                                 std::optional<std::string>* state, std::string* failed_key) {
   if (key == "state") {
     std::string_view name;
     simdjson::error_code err = v.get_string().get(name);
@@ -226,6 +296,7 @@ simdjson::error_code StatusField(std::string_view key, od::value v, RecordedStat
   if (key == "peak_rss_bytes") return ReadNumber(v, &s->peak_rss_bytes);
   if (key == "host") return ReadString(v, &s->host);
   if (key == "started_at") return ReadString(v, &s->started_at);
+  if (key == "gpu_timeline") return GpuTimelines(v, &s->timelines, failed_key);
   return simdjson::SUCCESS;
 }
 
@@ -337,9 +408,10 @@ absl::StatusOr<RecordedStatus> ReadPairStatus(const std::string& path) {
   RecordedStatus status;
   std::optional<std::string> state;
   std::string failed_key;
-  simdjson::error_code err = ForEachKey(
-      json.root, &failed_key,
-      [&](std::string_view key, od::value v) { return StatusField(key, v, &status, &state); });
+  simdjson::error_code err =
+      ForEachKey(json.root, &failed_key, [&](std::string_view key, od::value v) {
+        return StatusField(key, v, &status, &state, &failed_key);
+      });
   if (absl::Status closed = CloseJson(path, err, failed_key, &json); !closed.ok()) return closed;
   if (!state) return Malformed(path, "no \"state\"");
   absl::StatusOr<PairState> s = StateFromName(*state);

@@ -15,6 +15,7 @@ struct MergeArgs {
   std::string format = "text";
   std::string output = "-";
   size_t top = 3;
+  double straggler_threshold = 0.10;
 };
 
 // Incomplete() says in one line why the batch is not known to be done.
@@ -39,6 +40,7 @@ int RunMerge(const MergeArgs& a) {
   SummaryOptions options;
   options.manifest = a.manifest;
   options.top = a.top;
+  options.straggler_threshold = a.straggler_threshold;
   options.on_bad_file = [](const std::string& message) {
     std::fprintf(stderr, "tracefuse: warning: %s (pair counted as failed)\n", message.c_str());
   };
@@ -65,8 +67,8 @@ CLI::App* Declare(CLI::App* app, MergeArgs* a) {
   CLI::App* cmd = app->add_subcommand(
       "merge",
       "Summarise a batch's output directory: every pair's state and numbers, kernel time per "
-      "category across pairs, recurring opportunities, and the pairs that did not complete "
-      "(exit 1 when any did not)");
+      "category across pairs, recurring opportunities, each side's ranks and stragglers, and "
+      "the pairs that did not complete (exit 1 when any did not)");
   cmd->add_option("DIR", a->dir, "the directory `tracefuse batch` wrote")->required();
   cmd->add_option("--manifest", a->manifest,
                   "the batch's manifest (default: the one the status files record), to find "
@@ -79,6 +81,11 @@ CLI::App* Declare(CLI::App* app, MergeArgs* a) {
   cmd->add_option("-o,--output", a->output, "write to FILE (atomically) instead of stdout");
   cmd->add_option("--top", a->top, "fusion opportunities listed per pair (csv, json)")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--straggler-threshold", a->straggler_threshold,
+                  "a straggler computes at least 1 + this times the median rank's GPU "
+                  "computation time, and waits least in the collectives")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   return cmd;
 }

@@ -21,6 +21,14 @@ std::string TopOpportunityText(const MergedPair& pair);
 // Disparity() is how much the sides' kernel times differ, either way: max(t1/t2, t2/t1).
 double Disparity(const MergedPair& pair);
 
+// StragglerText() is one straggler in one line: "rank5 (AMD side) computes 1.30x the median
+// rank; the other 7 ranks waited 4.200 ms for it in 36 all-reduces".
+std::string StragglerText(const MergeSummary& summary, Side side, const Straggler& straggler);
+
+// NoStragglerText() is a side without one: "NVIDIA side: no straggler among 8 ranks (GPU
+// computation 10.000 ms median, 10.500 ms at most)", or why there is nothing to compare.
+std::string NoStragglerText(const MergeSummary& summary, Side side);
+
 // ByDisparity() is the complete pairs with a report, those whose kernel time differs most
 // between the sides first (ties in pair order).
 std::vector<const MergedPair*> ByDisparity(const MergeSummary& summary);

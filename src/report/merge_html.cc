@@ -1,8 +1,8 @@
 // `tracefuse merge --format html`: a batch's summary on one self-contained page
-// (report/html.h): state counts, kernel time per category across the complete pairs as paired
-// bars and a table, the recurring opportunities, the pairs whose kernel time differs most, and
-// the problems. Lists are capped so that a batch of thousands of pairs stays a small page; CSV
-// and JSON list every pair.
+// (report/html.h): state counts, each side's stragglers and ranks, kernel time per category
+// across the complete pairs as paired bars and a table, the recurring opportunities, the pairs
+// whose kernel time differs most, and the problems. Lists are capped so that a batch of thousands
+// of pairs stays a small page; CSV and JSON list every pair.
 #include <string>
 #include <vector>
 
@@ -28,6 +28,7 @@ class MergeHtmlPage {
 
   std::string Render() && {
     Header();
+    Ranks();
     Categories();
     Recurring();
     Pairs();
@@ -37,6 +38,8 @@ class MergeHtmlPage {
 
  private:
   void Header();
+  void Ranks();
+  void RankTable(Side side);
   void Categories();
   void Recurring();
   void Pairs();
@@ -71,6 +74,51 @@ void MergeHtmlPage::Header() {
                                                           s_.manifest_rows.value_or(0))
                                             : StrCat("manifest: ", s_.manifest_error)),
       TRACEFUSE_VERSION);
+}
+
+void MergeHtmlPage::Ranks() {
+  doc_.Append(
+      "<section id=\"ranks\">\n<h2>Ranks</h2>\n<p class=\"note\">A straggler computes {} the "
+      "median rank's GPU time or more, and waits least in the collectives matched across the "
+      "ranks.</p>\n",
+      RatioText(1 + s_.straggler_threshold));
+  for (Side side : kSides) {
+    const std::vector<Straggler>& stragglers = s_.ranks[side].stragglers;
+    if (stragglers.empty()) doc_.Append("<p>{}</p>\n", HtmlEscaped(NoStragglerText(s_, side)));
+    for (const Straggler& g : stragglers) {
+      doc_.Append("<p class=\"straggler\" data-pair=\"{}\">{}</p>\n", HtmlEscaped(g.pair),
+                  HtmlEscaped(StragglerText(s_, side, g)));
+    }
+  }
+  for (Side side : kSides) RankTable(side);
+  doc_.Append("</section>\n");
+}
+
+// One side's ranks: GPU time summed over each rank's devices, and its wait.
+void MergeHtmlPage::RankTable(Side side) {
+  const std::vector<RankWait>& ranks = s_.ranks[side].ranks;
+  if (ranks.empty()) return;
+  doc_.Append(
+      "<table class=\"ranks\" data-side=\"{}\">\n<caption>{}</caption>\n<tr><th>pair</th>"
+      "<th class=\"n\">computation ms</th><th class=\"n\">exposed communication ms</th>"
+      "<th class=\"n\">idle ms</th><th class=\"n\">span ms</th><th class=\"n\">wait ms</th>"
+      "<th class=\"n\">collectives</th></tr>\n",
+      side == Side::kTrace1 ? 1 : 2, HtmlEscaped(s_.side_names[side]));
+  for (size_t i = 0; i < ranks.size() && i < kMaxPairs; ++i) {
+    const RankWait& r = ranks[i];
+    doc_.Append(
+        "<tr data-pair=\"{0}\"><th>{0}</th><td class=\"n\">{1}</td><td class=\"n\">{2}</td>"
+        "<td class=\"n\">{3}</td><td class=\"n\">{4}</td><td class=\"n\">{5}</td>"
+        "<td class=\"n\">{6}</td></tr>\n",
+        HtmlEscaped(r.pair), MillisOfMicros(r.figures.computation_us),
+        MillisOfMicros(r.figures.exposed_communication_us), MillisOfMicros(r.figures.idle_us),
+        MillisOfMicros(r.figures.span_us), MillisOfMicros(r.wait_us), Thousands(r.collectives));
+  }
+  doc_.Append("</table>\n");
+  if (ranks.size() > kMaxPairs) {
+    doc_.Append("<p class=\"note\">... and {} more ranks (--format json lists them all)</p>\n",
+                ranks.size() - kMaxPairs);
+  }
 }
 
 void MergeHtmlPage::Categories() {

@@ -130,6 +130,33 @@ std::string TopOpportunityText(const MergedPair& p) {
   return StrCat(o.kernel_type, " by ", p.traces[o.fused_by].label, " ", RatioText(o.ratio));
 }
 
+std::string StragglerText(const MergeSummary& s, Side side, const Straggler& g) {
+  const std::string& kind = s.ranks[side].collective_kind;
+  const std::string collectives = kind.empty() || kind == "collective" ? "collective"
+                                  : kind == "send/recv"                ? "send/recv collective"
+                                                                       : kind;
+  return StrCat(g.pair, " (", s.side_names[side], " side) computes ",
+                RatioText(Ratio(g.computation_us, g.median_computation_us)),
+                " the median rank; the other ",
+                g.other_ranks == 1 ? "rank" : StrCat(g.other_ranks, " ranks"), " waited ",
+                MillisOfMicros(g.others_wait_us), " ms for it in ", g.collectives, " ", collectives,
+                g.collectives == 1 ? "" : "s");
+}
+
+std::string NoStragglerText(const MergeSummary& s, Side side) {
+  const std::vector<RankWait>& ranks = s.ranks[side].ranks;
+  const std::string head = StrCat(s.side_names[side], " side: ");
+  if (ranks.empty()) return head + "no GPU timeline in the status files";
+  if (ranks.size() == 1) return head + "1 rank, nothing to compare";
+  std::vector<double> computation;
+  for (const RankWait& r : ranks) computation.push_back(r.figures.computation_us);
+  const double most = *std::max_element(computation.begin(), computation.end());
+  const std::string_view matched = ranks.front().collectives == 0 ? "no collective matched, " : "";
+  return StrCat(head, "no straggler among ", ranks.size(), " ranks (", matched, "GPU computation ",
+                MillisOfMicros(Median(computation)), " ms median, ", MillisOfMicros(most),
+                " ms at most)");
+}
+
 double Disparity(const MergedPair& p) {
   const double a = p.traces[Side::kTrace1].kernel_time_us;
   const double b = p.traces[Side::kTrace2].kernel_time_us;
@@ -158,6 +185,47 @@ std::vector<const MergedPair*> ProblemPairs(const MergeSummary& summary) {
   return problems;
 }
 
+// Microseconds summed across devices, ranks or collectives, to the nanosecond the status files
+// give: sums of decimal fractions in binary drift in the last digits.
+double SummedMicros(double us) { return std::round(us * 1000) / 1000; }
+
+Json RanksJson(const MergeSummary& s) {
+  Json sides = Json::array();
+  for (Side side : kSides) {
+    const RankAnalysis& a = s.ranks[side];
+    Json pairs = Json::array();
+    for (const RankWait& r : a.ranks) {
+      pairs.push_back(
+          {{"pair", r.pair},
+           {"span_us", SummedMicros(r.figures.span_us)},
+           {"busy_us", SummedMicros(r.figures.busy_us)},
+           {"computation_us", SummedMicros(r.figures.computation_us)},
+           {"exposed_communication_us", SummedMicros(r.figures.exposed_communication_us)},
+           {"idle_us", SummedMicros(r.figures.idle_us)},
+           {"wait_us", SummedMicros(r.wait_us)},
+           {"collectives", r.collectives}});
+    }
+    sides.push_back({{"collective_kind", OrNull(a.collective_kind)}, {"pairs", std::move(pairs)}});
+  }
+  return sides;
+}
+
+Json StragglersJson(const MergeSummary& s) {
+  Json stragglers = Json::array();
+  for (Side side : kSides) {
+    for (const Straggler& g : s.ranks[side].stragglers) {
+      stragglers.push_back({{"side", side == Side::kTrace1 ? "trace1" : "trace2"},
+                            {"pair", g.pair},
+                            {"computation_us", SummedMicros(g.computation_us)},
+                            {"median_computation_us", SummedMicros(g.median_computation_us)},
+                            {"others_wait_us", SummedMicros(g.others_wait_us)},
+                            {"other_ranks", g.other_ranks},
+                            {"collectives", g.collectives}});
+    }
+  }
+  return stragglers;
+}
+
 Json MergeJson(const MergeSummary& s) {
   Json j = HeaderJson(s);
   j["pairs"] = Json::array();
@@ -183,6 +251,9 @@ Json MergeJson(const MergeSummary& s) {
                              {"exit_code", OrNull(p->exit_code)},
                              {"error", OrNull(p->error)}});
   }
+  j["straggler_threshold"] = s.straggler_threshold;
+  j["ranks"] = RanksJson(s);
+  j["stragglers"] = StragglersJson(s);
   return j;
 }
 

@@ -1,11 +1,12 @@
 // `tracefuse merge --format text` and `--format markdown`: one screen (at most 60 lines of at
 // most 100 columns) however many pairs, one layout in two markups. Every list is folded:
 //   header       5 lines: directory, counts per state, manifest, each side's GPUs
-//   categories   the 6 with the most kernel time on both sides (2 rows each: one per side)
-//   recurring    the 6 opportunities found in the most complete pairs
-//   pairs        10 complete pairs, those whose kernel time differs most between the sides
+//   ranks        per side, its straggler (the first, if several) or none, in up to 2 lines
+//   categories   the 5 with the most kernel time on both sides (2 rows each: one per side)
+//   recurring    the 5 opportunities found in the most complete pairs
+//   pairs        8 complete pairs, those whose kernel time differs most between the sides
 //                first (max(t1/t2, t2/t1), ties in pair order)
-//   problems     8 pairs that are not complete: failed, interrupted, never finished, missing
+//   problems     7 pairs that are not complete: failed, interrupted, never finished, missing
 // each followed by how many more there are and which format lists them all.
 #include <algorithm>
 #include <string>
@@ -24,10 +25,10 @@ namespace tracefuse {
 namespace {
 
 constexpr size_t kMaxColumns = 100;
-constexpr size_t kMaxCategories = 6;
-constexpr size_t kMaxRecurring = 6;
-constexpr size_t kMaxPairs = 10;
-constexpr size_t kMaxProblems = 8;
+constexpr size_t kMaxCategories = 5;
+constexpr size_t kMaxRecurring = 5;
+constexpr size_t kMaxPairs = 8;
+constexpr size_t kMaxProblems = 7;
 constexpr size_t kLabelWidth = 16;       // pair labels in tables and lists, cut beyond
 constexpr size_t kShortLabelWidth = 12;  // beside a number
 constexpr size_t kTypeWidth = 24;        // kernel types in lists
@@ -74,6 +75,7 @@ class MergePage {
 
   std::string Render() && {
     Header();
+    Ranks();
     Categories();
     RecurringOpportunities();
     Pairs();
@@ -85,6 +87,7 @@ class MergePage {
   void Header();
   std::string GpuLine(Side side) const;
   std::string RuleSets() const;
+  void Ranks();
   void Categories();
   void RecurringOpportunities();
   void Pairs();
@@ -96,6 +99,15 @@ class MergePage {
   void Line(const std::string& line) {
     out_ += Fit(line, kMaxColumns);
     out_ += '\n';
+  }
+  // Wrapped() is a bullet in two lines when it does not fit in one: cut at the last space that
+  // fits, the rest indented (in markdown, the bullet's continuation).
+  void Wrapped(const std::string& line) {
+    const size_t cut =
+        line.size() <= kMaxColumns ? std::string::npos : line.rfind(' ', kMaxColumns);
+    if (cut == std::string::npos || cut <= Bullet().size()) return Line(line);
+    Line(line.substr(0, cut));
+    Line("    " + line.substr(cut + 1));
   }
   // A section title after a blank line: "## title" in markdown, else the title underlined.
   void Heading(const std::string& title) {
@@ -172,6 +184,27 @@ std::string MergePage::RuleSets() const {
     }
   }
   return fmt::format("{}", fmt::join(rule_sets, ", "));
+}
+
+// Each side's straggler, or why there is none.
+void MergePage::Ranks() {
+  Heading(fmt::format("Ranks (a straggler computes {} the median rank or more, and waits least)",
+                      RatioText(1 + s_.straggler_threshold)));
+  if (s_.ranks[Side::kTrace1].ranks.empty() && s_.ranks[Side::kTrace2].ranks.empty()) {
+    return Note("No status file records a GPU timeline (an older tracefuse wrote them).", false);
+  }
+  for (Side side : kSides) {
+    const std::vector<Straggler>& stragglers = s_.ranks[side].stragglers;
+    if (stragglers.empty()) {
+      Wrapped(Bullet() + NoStragglerText(s_, side));
+      continue;
+    }
+    const std::string more =
+        stragglers.size() > 1
+            ? fmt::format(" (and {} more: see --format json)", stragglers.size() - 1)
+            : "";
+    Wrapped(Bullet() + StragglerText(s_, side, stragglers.front()) + more);
+  }
 }
 
 // Sum, median, min and max of the categories with the most kernel time, one row per side.

@@ -6,9 +6,10 @@
 //   {"label", "state": "running"|"complete"|"failed"|"interrupted", "exit_code": int|null,
 //    "error": string|null, "trace1", "trace2", "manifest", "task": int, "reports": [string],
 //    "elapsed_seconds", "peak_rss_bytes", "bytes_read", "host", "slurm": {...}, "started_at",
-//    "tracefuse_version"}
+//    "tracefuse_version", "gpu_timeline"}
 // of which the summary keeps state, exit code, error, traces, manifest, task, elapsed seconds,
-// peak RSS, host and start time. A report is read with simdjson On-Demand after its
+// peak RSS, host, start time and each side's GPU timeline (its devices' figures summed, its
+// collectives by name). A report is read with simdjson On-Demand after its
 // "fusion_mappings" value (up to 100,000 entries, 80 MB) has been skipped while streaming the
 // file in 1 MiB pieces, so reading a report costs memory for its other keys only.
 #ifndef TRACEFUSE_BATCH_SUMMARY_H_
@@ -33,6 +34,7 @@ struct RecordedStatus {
   std::optional<int64_t> task;
   std::optional<double> elapsed_seconds;
   std::optional<uint64_t> peak_rss_bytes;
+  PerSide<std::optional<RankTimeline>> timelines;  // "gpu_timeline"'s "trace1" and "trace2"
 };
 
 // ReadPairStatus() reads a status file. Errors (InvalidArgument for malformed JSON, a state that
@@ -50,8 +52,9 @@ absl::Status ReadPairReport(const std::string& path, MergedPair* pair);
 absl::StatusOr<std::string> ReadJsonWithoutKey(const std::string& path, std::string_view dropped);
 
 struct SummaryOptions {
-  std::string manifest;  // --manifest; empty: the manifest the status files record
-  size_t top = 3;        // opportunities listed per pair
+  std::string manifest;               // --manifest; empty: the manifest the status files record
+  size_t top = 3;                     // opportunities listed per pair
+  double straggler_threshold = 0.10;  // --straggler-threshold (AnalyzeRanks())
   // Called once per status or report file that cannot be read (its pair is counted failed),
   // with a one-line message naming the file.
   std::function<void(const std::string& message)> on_bad_file;

@@ -50,7 +50,21 @@
 //       "pairs": int, "pair_labels": [string], "median_ratio": number|null
 //     }],
 //     "problems": [{"label": string, "state": string, "exit_code": int|null,
-//                   "error": string|null}]    every pair not complete, as in "pairs"
+//                   "error": string|null}],   every pair not complete, as in "pairs"
+//     "straggler_threshold": number,          --straggler-threshold
+//     "ranks": [{                             per side, in the order of "sides": the complete
+//                                             pairs whose status file records the side's GPU
+//                                             timeline, as the ranks of one run
+//       "collective_kind": string|null,       what every matched collective is ("all-reduce",
+//                                             ...), null when they differ or none is matched
+//       "pairs": [{"pair": string, "span_us", "busy_us", "computation_us",
+//                  "exposed_communication_us", "idle_us": number (summed over the pair's
+//                  devices), "wait_us": number (in the matched collectives),
+//                  "collectives": int (matched)}]
+//     }, x2],
+//     "stragglers": [{"side": "trace1"|"trace2" (of "sides"), "pair": string,
+//                     "computation_us", "median_computation_us", "others_wait_us": number,
+//                     "other_ranks": int, "collectives": int (matched per rank)}]
 //   }
 #ifndef TRACEFUSE_REPORT_MERGE_H_
 #define TRACEFUSE_REPORT_MERGE_H_
@@ -64,6 +78,7 @@
 #include <vector>
 
 #include "tracefuse/analyze.h"
+#include "tracefuse/rank_compare.h"
 #include "tracefuse/report/json.h"
 
 namespace tracefuse {
@@ -88,6 +103,9 @@ struct MergedTrace {
   uint64_t kernels = 0;
   double kernel_time_us = 0;
   std::vector<std::pair<std::string, double>> time_us_by_category;  // in the report's order
+  // The GPU timeline and collectives its pair's status file records (`pair` is the pair's
+  // label); none from a status file without them.
+  std::optional<RankTimeline> timeline;
 };
 
 // MergedOpportunity is one of a pair's fusion opportunities.
@@ -159,6 +177,10 @@ struct MergeSummary {
   std::vector<MergedPair> pairs;                // manifest order, then the others by task, label
   std::vector<CategorySummary> categories;      // by kernel time on both sides, descending
   std::vector<RecurringOpportunity> recurring;  // by pairs (descending), median ratio, type
+  // Each side's ranks: the complete pairs with that side's timeline, in pair order, analysed
+  // as the ranks of one run (AnalyzeRanks()) with `straggler_threshold`.
+  double straggler_threshold = 0.10;
+  PerSide<RankAnalysis> ranks;
 
   size_t Count(PairState state) const;
   // Complete() says whether the batch is known to be done: a manifest was read, there is a
