@@ -8,18 +8,14 @@
 # usage: ranks_test.sh TRACEFUSE-GEN TRACEFUSE
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=tests/ranks_lib.sh
+source "$here/ranks_lib.sh"
 gen=$1
 bin=$2
 dir=$(mktemp -d "${TMPDIR:-/tmp}/tracefuse-ranks-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 
-mkdir "$dir/amd" "$dir/nvidia"
-for rank in 0 1 2 3 4 5 6 7; do
-  "$gen" --platform amd --steps 4 --seed 7 --world-size 8 --rank "$rank" --slow-rank 5 \
-    --expect-ranks "$dir/amd.expected.json" -o "$dir/amd/rank$rank.json"
-  "$gen" --platform nvidia --steps 4 --seed 7 --world-size 8 --rank "$rank" \
-    --expect-ranks "$dir/nvidia.expected.json" -o "$dir/nvidia/rank$rank.json"
-done
+generate_ranks "$gen" "$dir"
 
 for order in "amd nvidia" "nvidia amd"; do
   read -r first second <<<"$order"

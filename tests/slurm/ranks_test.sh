@@ -10,6 +10,8 @@
 # TRACEFUSE_SLURM_REQUIRED=1 that is a failure instead. Takes about 15 s.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=tests/ranks_lib.sh
+source "$here/../ranks_lib.sh"
 submit=$here/../../scripts/slurm/submit
 tracefuse=$(realpath "$1")
 gen=$(realpath "$2")
@@ -20,13 +22,7 @@ source "$here/test_lib.sh"
 
 slurm_test_begin ranks_test
 
-mkdir "$dir/amd" "$dir/nvidia"
-for rank in 0 1 2 3 4 5 6 7; do
-  "$gen" --platform amd --steps 4 --seed 7 --world-size 8 --rank "$rank" --slow-rank 5 \
-    --expect-ranks "$dir/amd.expected.json" -o "$dir/amd/rank$rank.json"
-  "$gen" --platform nvidia --steps 4 --seed 7 --world-size 8 --rank "$rank" \
-    --expect-ranks "$dir/nvidia.expected.json" -o "$dir/nvidia/rank$rank.json"
-done
+generate_ranks "$gen" "$dir"
 "$tracefuse" pairs "$dir/amd" "$dir/nvidia" -o "$dir/manifest.tsv"
 
 SLURM_CLUSTER_CPUS=4 slurm_test_start_cluster
