@@ -11,15 +11,21 @@ namespace {
 
 // Waits() fills each rank's wait and matched collectives, per name the i-th collective of every
 // rank for i below the fewest that any rank ran, and returns the kind the matched names share.
-std::string Waits(const std::vector<RankTimeline>& ranks, std::vector<RankWait>* waits) {
-  std::map<std::string, std::vector<const std::vector<double>*>> by_name;
-  for (const RankTimeline& rank : ranks) {
-    for (const auto& [name, durations] : rank.collectives) by_name[name].push_back(&durations);
+std::string Waits(const std::vector<const RankTimeline*>& ranks, std::vector<RankWait>* waits) {
+  // Per name, each rank's durations (null: the rank never ran it).
+  std::map<std::string_view, std::vector<const std::vector<double>*>> by_name;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    for (const auto& [name, durations] : ranks[r]->collectives) {
+      std::vector<const std::vector<double>*>& per_rank = by_name[name];
+      per_rank.resize(ranks.size(), nullptr);
+      per_rank[r] = &durations;
+    }
   }
   std::string kind;
   bool kinds_differ = false;
   for (const auto& [name, per_rank] : by_name) {
-    if (per_rank.size() != ranks.size()) continue;  // not run by every rank: nothing to match
+    // Not run by every rank: nothing to match.
+    if (std::find(per_rank.begin(), per_rank.end(), nullptr) != per_rank.end()) continue;
     size_t matched = per_rank.front()->size();
     for (const std::vector<double>* durations : per_rank)
       matched = std::min(matched, durations->size());
@@ -71,15 +77,15 @@ std::string_view CollectiveKind(std::string_view name) {
   return "collective";
 }
 
-RankAnalysis AnalyzeRanks(const std::vector<RankTimeline>& ranks, double threshold) {
+RankAnalysis AnalyzeRanks(const std::vector<const RankTimeline*>& ranks, double threshold) {
   RankAnalysis analysis;
-  for (const RankTimeline& rank : ranks) {
-    analysis.ranks.push_back(RankWait{rank.pair, rank.figures, 0, 0});
+  for (const RankTimeline* rank : ranks) {
+    analysis.ranks.push_back(RankWait{rank->pair, rank->figures, 0, 0});
   }
   if (ranks.size() < 2) return analysis;
   analysis.collective_kind = Waits(ranks, &analysis.ranks);
   std::vector<double> computation;
-  for (const RankTimeline& rank : ranks) computation.push_back(rank.figures.computation_us);
+  for (const RankTimeline* rank : ranks) computation.push_back(rank->figures.computation_us);
   const double median = Median(computation);
   double lowest_wait = analysis.ranks.front().wait_us, all_waits = 0;
   for (const RankWait& r : analysis.ranks) {
@@ -90,7 +96,9 @@ RankAnalysis AnalyzeRanks(const std::vector<RankTimeline>& ranks, double thresho
     const double computed = r.figures.computation_us;
     // Without a collective that the others waited in, nothing says that they waited for it.
     if (r.collectives == 0 || all_waits - r.wait_us <= 0) continue;
-    if (computed < (1 + threshold) * median || r.wait_us > lowest_wait) continue;
+    if (computed <= median || computed < (1 + threshold) * median || r.wait_us > lowest_wait) {
+      continue;
+    }
     analysis.stragglers.push_back(Straggler{r.pair, computed, median, all_waits - r.wait_us,
                                             ranks.size() - 1, r.collectives});
   }

@@ -6,6 +6,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -597,24 +598,65 @@ TEST(Merge, RanksAndTheStragglerFromTheStatusFilesTimelines) {
       << text.out;
   RunResult html = b.Merge("--format html");
   EXPECT_NE(html.out.find(line), std::string::npos);
-  // A threshold above the slow rank's 1.30x: no straggler.
+  // A threshold above the slow rank's 1.30x: no straggler. One that is no number >= 0: usage.
   EXPECT_EQ(b.MergeJson(0, "--straggler-threshold 0.4")["stragglers"], json::array());
+  for (const char* bad : {"nan", "inf", "-0.1", "0.1x"}) {
+    RunResult r = b.Merge(StrCat("--straggler-threshold ", bad));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, StrCat("tracefuse: error: --straggler-threshold: not a finite number >= 0: ",
+                            bad, " (run 'tracefuse merge --help')\n"));
+  }
 }
 
-// A status file whose collectives do not add up counts its pair as failed, naming the file.
-TEST(Merge, MalformedCollectivesFailTheirPair) {
-  BatchDir b;
-  json timeline = SideTimeline(1000, {1, 2});
-  timeline["collectives"]["name"] = {0, 7};
-  b.Status("broken", "complete", 0, nullptr, "t1.json", "t2.json",
-           {{"trace1", timeline}, {"trace2", nullptr}});
-  b.Manifest();
-  RunResult r = b.Merge("--format json");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("tracefuse: warning: " + b.out() +
-                       "/broken.status.json: malformed JSON in \"collectives\": "),
-            std::string::npos)
-      << r.err;
+// A status file whose timeline is valid JSON but not a timeline counts its pair as failed, in
+// one line naming the file and what is wrong.
+TEST(Merge, MalformedTimelinesFailTheirPair) {
+  struct Case {
+    std::string label;
+    std::function<void(json*)> damage;
+    std::string problem;
+  };
+  const std::vector<Case> cases = {
+      {"index",
+       [](json* t) {
+         (*t)["collectives"]["name"] = {0, 7};
+       },
+       R"("collectives": name index 7 of 1 names)"},
+      {"lengths", [](json* t) { (*t)["collectives"]["duration_us"] = {1.5}; },
+       R"("collectives": "name" has 2 entries and "duration_us" 1)"},
+      {"twice",
+       [](json* t) {
+         (*t)["collectives"]["names"] = {"ncclDevKernel_AllReduce", "ncclDevKernel_AllReduce"};
+       },
+       R"("collectives": "names" lists 'ncclDevKernel_AllReduce' twice)"},
+      {"negative",
+       [](json* t) {
+         (*t)["collectives"]["duration_us"] = {1, -2.5};
+       },
+       R"("duration_us" is -2.5, not a time)"},
+      {"figure", [](json* t) { (*t)["devices"][1]["idle_us"] = -1; },
+       R"("idle_us" is -1, not a time)"},
+      {"sum",
+       [](json* t) {
+         for (json& d : (*t)["devices"]) d["span_us"] = 1.5e308;
+       },
+       "its devices' times add up beyond a double"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.label);
+    BatchDir b;
+    json timeline = SideTimeline(1000, {1, 2});
+    c.damage(&timeline);
+    b.Status(c.label, "complete", 0, nullptr, "t1.json", "t2.json",
+             {{"trace1", nullptr}, {"trace2", timeline}});
+    b.Manifest();
+    RunResult r = b.Merge("--format json");
+    EXPECT_EQ(r.exit_code, 1);
+    // The second line says that the manifest, which the status file names, was not read.
+    EXPECT_EQ(Lines(r.err).front(), StrCat("tracefuse: warning: ", b.out(), "/", c.label,
+                                           R"(.status.json: "gpu_timeline": "trace2": )", c.problem,
+                                           " (pair counted as failed)"));
+  }
 }
 
 // A report whose fusion_mappings hold 80 MB is read without holding them: the merge's peak

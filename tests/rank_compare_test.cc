@@ -9,6 +9,13 @@
 namespace tracefuse {
 namespace {
 
+// Analyze() is AnalyzeRanks() over ranks held by value.
+RankAnalysis Analyze(const std::vector<RankTimeline>& ranks, double threshold) {
+  std::vector<const RankTimeline*> pointers;
+  for (const RankTimeline& r : ranks) pointers.push_back(&r);
+  return AnalyzeRanks(pointers, threshold);
+}
+
 // Four ranks in lockstep: rank2 computes 1.3x as long, and the others wait for it in each of
 // three all-reduces (a name rank0 alone ran is not matched).
 TEST(Ranks, TheSlowRankIsTheStragglerAndTheOthersWaitForIt) {
@@ -22,7 +29,7 @@ TEST(Ranks, TheSlowRankIsTheStragglerAndTheOthersWaitForIt) {
     if (r == 0) t.collectives.push_back({"alltoall", {7}});
     ranks.push_back(t);
   }
-  RankAnalysis a = AnalyzeRanks(ranks, 0.10);
+  RankAnalysis a = Analyze(ranks, 0.10);
   ASSERT_EQ(a.ranks.size(), 4u);
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(a.ranks[r].pair, "rank" + std::to_string(r));
@@ -49,19 +56,26 @@ TEST(Ranks, NoStragglerWithoutBothSlowComputationAndTheLowestWait) {
     t.collectives = {{"allreduce", std::move(durations)}};
     return t;
   };
+  EXPECT_TRUE(Analyze({rank("a", 100, {5, 9}), rank("b", 100, {9, 5})}, 0.1).stragglers.empty());
+  EXPECT_TRUE(Analyze({rank("a", 100, {1}), rank("b", 100, {9}), rank("c", 140, {5})}, 0.1)
+                  .stragglers.empty());
+  EXPECT_TRUE(Analyze({rank("a", 100, {9}), rank("b", 100, {9}), rank("c", 109, {1})}, 0.1)
+                  .stragglers.empty());
+  EXPECT_TRUE(Analyze({rank("a", 100, {9})}, 0.1).stragglers.empty());
+  // Every rank computing nothing: no rank computes more than the median.
   EXPECT_TRUE(
-      AnalyzeRanks({rank("a", 100, {5, 9}), rank("b", 100, {9, 5})}, 0.1).stragglers.empty());
-  EXPECT_TRUE(AnalyzeRanks({rank("a", 100, {1}), rank("b", 100, {9}), rank("c", 140, {5})}, 0.1)
-                  .stragglers.empty());
-  EXPECT_TRUE(AnalyzeRanks({rank("a", 100, {9}), rank("b", 100, {9}), rank("c", 109, {1})}, 0.1)
-                  .stragglers.empty());
-  EXPECT_TRUE(AnalyzeRanks({rank("a", 100, {9})}, 0.1).stragglers.empty());
+      Analyze({rank("a", 0, {9}), rank("b", 0, {9}), rank("c", 0, {1})}, 0.1).stragglers.empty());
+  // A name that one rank lists and another never ran is matched for no rank.
+  RankTimeline lacks = rank("c", 200, {});
+  lacks.collectives.clear();
+  EXPECT_EQ(Analyze({rank("a", 100, {9}), rank("b", 100, {9}), lacks}, 0.1).ranks[0].collectives,
+            0u);
   // A slow rank with no collective matched, or one that nobody waited in, is no straggler.
-  EXPECT_TRUE(AnalyzeRanks({rank("a", 100, {}), rank("b", 100, {}), rank("c", 200, {})}, 0.1)
+  EXPECT_TRUE(Analyze({rank("a", 100, {}), rank("b", 100, {}), rank("c", 200, {})}, 0.1)
                   .stragglers.empty());
-  EXPECT_TRUE(AnalyzeRanks({rank("a", 100, {4}), rank("b", 100, {4}), rank("c", 200, {4})}, 0.1)
+  EXPECT_TRUE(Analyze({rank("a", 100, {4}), rank("b", 100, {4}), rank("c", 200, {4})}, 0.1)
                   .stragglers.empty());
-  RankAnalysis a = AnalyzeRanks({rank("a", 100, {9, 4, 8}), rank("b", 100, {2})}, 0.1);
+  RankAnalysis a = Analyze({rank("a", 100, {9, 4, 8}), rank("b", 100, {2})}, 0.1);
   EXPECT_EQ(a.ranks[0].collectives, 1u);
   EXPECT_DOUBLE_EQ(a.ranks[0].wait_us, 7);
   EXPECT_DOUBLE_EQ(a.ranks[1].wait_us, 0);
@@ -94,17 +108,17 @@ TEST(Ranks, TheMatchedCollectivesKind) {
     t.collectives = std::move(collectives);
     return t;
   };
-  EXPECT_EQ(AnalyzeRanks({rank({{"ncclDevKernel_AllReduce_Sum", {1}}, {"alltoall", {}}}),
-                          rank({{"ncclDevKernel_AllReduce_Sum", {2}}})},
-                         0.1)
+  EXPECT_EQ(Analyze({rank({{"ncclDevKernel_AllReduce_Sum", {1}}, {"alltoall", {}}}),
+                     rank({{"ncclDevKernel_AllReduce_Sum", {2}}})},
+                    0.1)
                 .collective_kind,
             "all-reduce");
-  EXPECT_EQ(AnalyzeRanks({rank({{"allreduce", {1}}, {"allgather", {3}}}),
-                          rank({{"allreduce", {2}}, {"allgather", {3}}})},
-                         0.1)
+  EXPECT_EQ(Analyze({rank({{"allreduce", {1}}, {"allgather", {3}}}),
+                     rank({{"allreduce", {2}}, {"allgather", {3}}})},
+                    0.1)
                 .collective_kind,
             "");
-  EXPECT_EQ(AnalyzeRanks({rank({}), rank({})}, 0.1).collective_kind, "");
+  EXPECT_EQ(Analyze({rank({}), rank({})}, 0.1).collective_kind, "");
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ struct RankFigures {
 
 // RankTimeline is one rank (one side of one pair): its figures and its collectives by name, each
 // name's durations in the order the trace ran them (by device, then start): `collectives[k]`
-// is every duration of the k-th name.
+// is every duration of the k-th name, and no two entries have the same name.
 struct RankTimeline {
   std::string pair;  // the manifest's label, e.g. "rank5"
   RankFigures figures;
@@ -65,10 +65,11 @@ struct RankAnalysis {
 
 // AnalyzeRanks() matches the ranks' collectives by name and order (the i-th of a name on each
 // rank, up to the fewest any rank has; a name some rank never ran is not matched) and finds the
-// stragglers: ranks whose computation is at least (1 + threshold) times the median rank's and
-// whose wait is the lowest of all ranks, while the others waited (in at least one matched
-// collective, for more than nothing). Fewer than two ranks have neither waits nor stragglers.
-RankAnalysis AnalyzeRanks(const std::vector<RankTimeline>& ranks, double threshold);
+// stragglers: ranks whose computation is at least (1 + threshold) times the median rank's (and
+// more than it) and whose wait is the lowest of all ranks, while the others waited (in at least
+// one matched collective, for more than nothing). Fewer than two ranks have neither waits nor
+// stragglers. A rank names each of its collectives once (RankTimeline::collectives).
+RankAnalysis AnalyzeRanks(const std::vector<const RankTimeline*>& ranks, double threshold);
 
 // CollectiveKind() is what a collective kernel does, from the collective libraries' naming
 // (NCCL and RCCL's ncclDevKernel_AllReduce_..., ncclKernel_AllGather_..., vLLM's

@@ -234,9 +234,9 @@ std::vector<RecurringOpportunity> Recurring(const std::vector<MergedPair*>& comp
 
 // Ranks() is one side's ranks: the complete pairs with that side's timeline.
 RankAnalysis Ranks(Side side, const std::vector<MergedPair*>& complete, double threshold) {
-  std::vector<RankTimeline> ranks;
+  std::vector<const RankTimeline*> ranks;
   for (const MergedPair* p : complete) {
-    if (const std::optional<RankTimeline>& t = p->OnSide(side).timeline) ranks.push_back(*t);
+    if (const std::optional<RankTimeline>& t = p->OnSide(side).timeline) ranks.push_back(&*t);
   }
   return AnalyzeRanks(ranks, threshold);
 }

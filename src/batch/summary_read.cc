@@ -1,9 +1,11 @@
 // `tracefuse merge`: reading status files and compare reports with simdjson On-Demand.
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "simdjson.h"
 #include "tracefuse/batch/summary.h"
 #include "tracefuse/io.h"
@@ -208,78 +210,124 @@ absl::StatusOr<PairState> StateFromName(std::string_view name) {
       StrCat("\"state\" is '", name, "', not running, complete, failed or interrupted"));
 }
 
-simdjson::error_code DeviceFigures(od::value v, RankFigures* sum, std::string* failed_key) {
-  return ForEachKey(v, failed_key, [sum](std::string_view key, od::value figure) {
-    double* into = key == "span_us"                    ? &sum->span_us
-                   : key == "busy_us"                  ? &sum->busy_us
-                   : key == "computation_us"           ? &sum->computation_us
-                   : key == "exposed_communication_us" ? &sum->exposed_communication_us
-                   : key == "idle_us"                  ? &sum->idle_us
-                                                       : nullptr;
-    if (into == nullptr) return simdjson::SUCCESS;
-    double us = 0;
-    simdjson::error_code err = figure.get_double().get(us);
-    *into += us;
-    return err;
-  });
-}
+// TimelineReader reads a status file's "gpu_timeline": each side's devices' figures, summed, and
+// its collectives. Valid JSON that is not such a timeline (a time negative or beyond a double, a
+// name listed twice, columns of different lengths, a name index out of range) stops it with
+// `problem` saying what is wrong.
+class TimelineReader {
+ public:
+  explicit TimelineReader(std::string* failed_key) : failed_key_(failed_key) {}
 
-// Collectives() reads CollectivesJson()'s columns into durations by name, in the order listed.
-simdjson::error_code Collectives(od::value v, RankTimeline* timeline, std::string* failed_key) {
-  std::vector<std::string> names;
-  std::vector<uint64_t> name;
-  std::vector<double> duration;
-  simdjson::error_code err = ForEachKey(v, failed_key, [&](std::string_view key, od::value column) {
-    if (key == "names") {
-      return ForEachElement(column,
-                            [&](od::value n) { return ReadString(n, &names.emplace_back()); });
-    }
-    if (key == "name") {
-      return ForEachElement(column, [&](od::value n) { return n.get(name.emplace_back()); });
-    }
-    if (key != "duration_us") return simdjson::SUCCESS;
-    return ForEachElement(column, [&](od::value d) { return d.get(duration.emplace_back()); });
-  });
-  if (err) return err;
-  if (name.size() != duration.size()) return simdjson::INCORRECT_TYPE;
-  for (const std::string& n : names) timeline->collectives.emplace_back(n, std::vector<double>());
-  for (size_t i = 0; i < name.size(); ++i) {
-    if (name[i] >= names.size()) return simdjson::INDEX_OUT_OF_BOUNDS;
-    timeline->collectives[name[i]].second.push_back(duration[i]);
+  const std::string& problem() const { return problem_; }
+
+  simdjson::error_code Read(od::value v, PerSide<std::optional<RankTimeline>>* timelines) {
+    if (IsNull(v)) return simdjson::SUCCESS;
+    return ForEachKey(v, failed_key_, [&](std::string_view key, od::value side) {
+      if (key != "trace1" && key != "trace2") return simdjson::SUCCESS;
+      side_ = key;
+      return ReadSide(side, &(*timelines)[key == "trace1" ? Side::kTrace1 : Side::kTrace2]);
+    });
   }
-  return simdjson::SUCCESS;
-}
 
-// SideTimeline() reads one side of a status file's "gpu_timeline": its devices' figures,
-// summed, and its collectives.
-simdjson::error_code SideTimeline(od::value v, std::optional<RankTimeline>* out,
-                                  std::string* failed_key) {
-  if (IsNull(v)) return simdjson::SUCCESS;
-  RankTimeline timeline;
-  simdjson::error_code err = ForEachKey(v, failed_key, [&](std::string_view key, od::value f) {
-    if (key == "devices") {
-      return ForEachElement(f, [&](od::value device) {
-        return DeviceFigures(device, &timeline.figures, failed_key);
-      });
+ private:
+  simdjson::error_code Invalid(const std::string& what) {
+    problem_ = StrCat("\"", side_, "\": ", what);
+    return simdjson::INCORRECT_TYPE;
+  }
+
+  // Time() reads a time in µs: a number, at least 0, and a finite one.
+  simdjson::error_code Time(od::value v, std::string_view key, double* us) {
+    simdjson::error_code err = v.get_double().get(*us);
+    if (!err && !(*us >= 0 && std::isfinite(*us))) {
+      return Invalid(StrCat("\"", key, "\" is ", *us, ", not a time"));
     }
-    return key == "collectives" ? Collectives(f, &timeline, failed_key) : simdjson::SUCCESS;
-  });
-  if (!err) *out = std::move(timeline);
-  return err;
-}
+    return err;
+  }
 
-simdjson::error_code GpuTimelines(od::value v, PerSide<std::optional<RankTimeline>>* timelines,
-                                  std::string* failed_key) {
-  if (IsNull(v)) return simdjson::SUCCESS;
-  return ForEachKey(v, failed_key, [&](std::string_view key, od::value side) {
-    if (key == "trace1") return SideTimeline(side, &(*timelines)[Side::kTrace1], failed_key);
-    if (key == "trace2") return SideTimeline(side, &(*timelines)[Side::kTrace2], failed_key);
+  simdjson::error_code ReadSide(od::value v, std::optional<RankTimeline>* out) {
+    if (IsNull(v)) return simdjson::SUCCESS;
+    RankTimeline timeline;
+    simdjson::error_code err = ForEachKey(v, failed_key_, [&](std::string_view key, od::value f) {
+      if (key == "devices") {
+        timeline.figures = RankFigures();
+        return ForEachElement(f, [&](od::value device) { return Device(device, &timeline); });
+      }
+      return key == "collectives" ? Collectives(f, &timeline) : simdjson::SUCCESS;
+    });
+    if (err) return err;
+    const RankFigures& f = timeline.figures;
+    for (double sum :
+         {f.span_us, f.busy_us, f.computation_us, f.exposed_communication_us, f.idle_us}) {
+      if (!std::isfinite(sum)) return Invalid("its devices' times add up beyond a double");
+    }
+    *out = std::move(timeline);
     return simdjson::SUCCESS;
-  });
-}
+  }
+
+  simdjson::error_code Device(od::value v, RankTimeline* timeline) {
+    RankFigures* sum = &timeline->figures;
+    return ForEachKey(v, failed_key_, [&](std::string_view key, od::value figure) {
+      double* into = key == "span_us"                    ? &sum->span_us
+                     : key == "busy_us"                  ? &sum->busy_us
+                     : key == "computation_us"           ? &sum->computation_us
+                     : key == "exposed_communication_us" ? &sum->exposed_communication_us
+                     : key == "idle_us"                  ? &sum->idle_us
+                                                         : nullptr;
+      if (into == nullptr) return simdjson::SUCCESS;
+      double us = 0;
+      simdjson::error_code err = Time(figure, key, &us);
+      *into += us;
+      return err;
+    });
+  }
+
+  // Collectives() reads CollectivesJson()'s columns into durations by name, in the order listed.
+  simdjson::error_code Collectives(od::value v, RankTimeline* timeline) {
+    std::vector<std::string> names;
+    std::vector<uint64_t> name;
+    std::vector<double> duration;
+    simdjson::error_code err = ForEachKey(v, failed_key_, [&](std::string_view key, od::value c) {
+      if (key == "names") {
+        names.clear();
+        return ForEachElement(c, [&](od::value n) { return ReadString(n, &names.emplace_back()); });
+      }
+      if (key == "name") {
+        name.clear();
+        return ForEachElement(c, [&](od::value n) { return n.get(name.emplace_back()); });
+      }
+      if (key != "duration_us") return simdjson::SUCCESS;
+      duration.clear();
+      return ForEachElement(c, [&](od::value d) { return Time(d, key, &duration.emplace_back()); });
+    });
+    if (err) return err;
+    if (name.size() != duration.size()) {
+      return Invalid(StrCat("\"collectives\": \"name\" has ", name.size(),
+                            " entries and \"duration_us\" ", duration.size()));
+    }
+    absl::flat_hash_map<std::string_view, size_t> seen;
+    for (const std::string& n : names) {
+      if (!seen.emplace(n, seen.size()).second) {
+        return Invalid(StrCat("\"collectives\": \"names\" lists '", n, "' twice"));
+      }
+      timeline->collectives.emplace_back(n, std::vector<double>());
+    }
+    for (size_t i = 0; i < name.size(); ++i) {
+      if (name[i] >= names.size()) {
+        return Invalid(
+            StrCat("\"collectives\": name index ", name[i], " of ", names.size(), " names"));
+      }
+      timeline->collectives[name[i]].second.push_back(duration[i]);
+    }
+    return simdjson::SUCCESS;
+  }
+
+  std::string* failed_key_;
+  std::string_view side_;
+  std::string problem_;
+};
 
 simdjson::error_code StatusField(std::string_view key, od::value v, RecordedStatus* s,
-                                 std::optional<std::string>* state, std::string* failed_key) {
+                                 std::optional<std::string>* state, TimelineReader* timelines) {
   if (key == "state") {
     std::string_view name;
     simdjson::error_code err = v.get_string().get(name);
@@ -296,7 +344,7 @@ simdjson::error_code StatusField(std::string_view key, od::value v, RecordedStat
   if (key == "peak_rss_bytes") return ReadNumber(v, &s->peak_rss_bytes);
   if (key == "host") return ReadString(v, &s->host);
   if (key == "started_at") return ReadString(v, &s->started_at);
-  if (key == "gpu_timeline") return GpuTimelines(v, &s->timelines, failed_key);
+  if (key == "gpu_timeline") return timelines->Read(v, &s->timelines);
   return simdjson::SUCCESS;
 }
 
@@ -408,10 +456,14 @@ absl::StatusOr<RecordedStatus> ReadPairStatus(const std::string& path) {
   RecordedStatus status;
   std::optional<std::string> state;
   std::string failed_key;
+  TimelineReader timelines(&failed_key);
   simdjson::error_code err =
       ForEachKey(json.root, &failed_key, [&](std::string_view key, od::value v) {
-        return StatusField(key, v, &status, &state, &failed_key);
+        return StatusField(key, v, &status, &state, &timelines);
       });
+  if (!timelines.problem().empty()) {
+    return Malformed(path, StrCat("\"gpu_timeline\": ", timelines.problem()));
+  }
   if (absl::Status closed = CloseJson(path, err, failed_key, &json); !closed.ok()) return closed;
   if (!state) return Malformed(path, "no \"state\"");
   absl::StatusOr<PairState> s = StateFromName(*state);

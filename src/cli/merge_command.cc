@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdio>
 
 #include "command.h"
@@ -85,7 +86,14 @@ CLI::App* Declare(CLI::App* app, MergeArgs* a) {
   cmd->add_option("--straggler-threshold", a->straggler_threshold,
                   "a straggler computes at least 1 + this times the median rank's GPU "
                   "computation time, and waits least in the collectives")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            double x = 0;
+            const bool number = CLI::detail::lexical_cast(text, x);
+            return number && x >= 0 && std::isfinite(x) ? std::string()
+                                                        : "not a finite number >= 0: " + text;
+          },
+          "FINITE>=0"))
       ->capture_default_str();
   return cmd;
 }

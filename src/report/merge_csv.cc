@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "report/formatting.h"
+#include "report/merge_format.h"
 #include "tracefuse/report/merge.h"
 
 namespace tracefuse {
@@ -43,11 +44,12 @@ std::string TimelineColumns(const WaitsByPair& waits, const MergedPair& p) {
   for (Side s : kSides) {
     const std::optional<RankTimeline>& t = p.traces[s].timeline;
     if (!t) continue;
-    computation[s] = CsvNumber(t->figures.computation_us);
-    exposed[s] = CsvNumber(t->figures.exposed_communication_us);
-    idle[s] = CsvNumber(t->figures.idle_us);
+    computation[s] = CsvNumber(SummedMicros(t->figures.computation_us));
+    exposed[s] = CsvNumber(SummedMicros(t->figures.exposed_communication_us));
+    idle[s] = CsvNumber(SummedMicros(t->figures.idle_us));
     const std::map<std::string, double>& side = waits[p.sides_swapped ? Opposite(s) : s];
-    if (auto it = side.find(p.label); it != side.end()) wait[s] = CsvNumber(it->second);
+    if (auto it = side.find(p.label); it != side.end())
+      wait[s] = CsvNumber(SummedMicros(it->second));
   }
   return fmt::format(",{},{},{},{},{},{},{},{}", computation[Side::kTrace1],
                      computation[Side::kTrace2], exposed[Side::kTrace1], exposed[Side::kTrace2],

@@ -2,6 +2,8 @@
 #ifndef TRACEFUSE_SRC_REPORT_MERGE_FORMAT_H_
 #define TRACEFUSE_SRC_REPORT_MERGE_FORMAT_H_
 
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "tracefuse/report/merge.h"
@@ -22,12 +24,18 @@ std::string TopOpportunityText(const MergedPair& pair);
 double Disparity(const MergedPair& pair);
 
 // StragglerText() is one straggler in one line: "rank5 (AMD side) computes 1.30x the median
-// rank; the other 7 ranks waited 4.200 ms for it in 36 all-reduces".
-std::string StragglerText(const MergeSummary& summary, Side side, const Straggler& straggler);
+// rank; the other 7 ranks waited 4.200 ms for it in 36 all-reduces", the pair named `label`
+// (its label, or the label cut to a column's width).
+std::string StragglerText(const MergeSummary& summary, Side side, const Straggler& straggler,
+                          std::string_view label);
 
 // NoStragglerText() is a side without one: "NVIDIA side: no straggler among 8 ranks (GPU
 // computation 10.000 ms median, 10.500 ms at most)", or why there is nothing to compare.
 std::string NoStragglerText(const MergeSummary& summary, Side side);
+
+// SummedMicros() is microseconds summed across devices, ranks or collectives, to the nanosecond
+// the status files give: sums of decimal fractions in binary drift in the last digits.
+double SummedMicros(double us);
 
 // ByDisparity() is the complete pairs with a report, those whose kernel time differs most
 // between the sides first (ties in pair order).

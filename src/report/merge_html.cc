@@ -87,7 +87,7 @@ void MergeHtmlPage::Ranks() {
     if (stragglers.empty()) doc_.Append("<p>{}</p>\n", HtmlEscaped(NoStragglerText(s_, side)));
     for (const Straggler& g : stragglers) {
       doc_.Append("<p class=\"straggler\" data-pair=\"{}\">{}</p>\n", HtmlEscaped(g.pair),
-                  HtmlEscaped(StragglerText(s_, side, g)));
+                  HtmlEscaped(StragglerText(s_, side, g, g.pair)));
     }
   }
   for (Side side : kSides) RankTable(side);

@@ -130,12 +130,15 @@ std::string TopOpportunityText(const MergedPair& p) {
   return StrCat(o.kernel_type, " by ", p.traces[o.fused_by].label, " ", RatioText(o.ratio));
 }
 
-std::string StragglerText(const MergeSummary& s, Side side, const Straggler& g) {
+double SummedMicros(double us) { return std::round(us * 1000) / 1000; }
+
+std::string StragglerText(const MergeSummary& s, Side side, const Straggler& g,
+                          std::string_view label) {
   const std::string& kind = s.ranks[side].collective_kind;
   const std::string collectives = kind.empty() || kind == "collective" ? "collective"
                                   : kind == "send/recv"                ? "send/recv collective"
                                                                        : kind;
-  return StrCat(g.pair, " (", s.side_names[side], " side) computes ",
+  return StrCat(label, " (", s.side_names[side], " side) computes ",
                 RatioText(Ratio(g.computation_us, g.median_computation_us)),
                 " the median rank; the other ",
                 g.other_ranks == 1 ? "rank" : StrCat(g.other_ranks, " ranks"), " waited ",
@@ -185,10 +188,6 @@ std::vector<const MergedPair*> ProblemPairs(const MergeSummary& summary) {
   return problems;
 }
 
-// Microseconds summed across devices, ranks or collectives, to the nanosecond the status files
-// give: sums of decimal fractions in binary drift in the last digits.
-double SummedMicros(double us) { return std::round(us * 1000) / 1000; }
-
 Json RanksJson(const MergeSummary& s) {
   Json sides = Json::array();
   for (Side side : kSides) {
@@ -214,7 +213,7 @@ Json StragglersJson(const MergeSummary& s) {
   Json stragglers = Json::array();
   for (Side side : kSides) {
     for (const Straggler& g : s.ranks[side].stragglers) {
-      stragglers.push_back({{"side", side == Side::kTrace1 ? "trace1" : "trace2"},
+      stragglers.push_back({{"side", SideKey(side)},
                             {"pair", g.pair},
                             {"computation_us", SummedMicros(g.computation_us)},
                             {"median_computation_us", SummedMicros(g.median_computation_us)},

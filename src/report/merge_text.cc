@@ -203,7 +203,8 @@ void MergePage::Ranks() {
         stragglers.size() > 1
             ? fmt::format(" (and {} more: see --format json)", stragglers.size() - 1)
             : "";
-    Wrapped(Bullet() + StragglerText(s_, side, stragglers.front()) + more);
+    const Straggler& first = stragglers.front();
+    Wrapped(Bullet() + StragglerText(s_, side, first, Fit(first.pair, kLabelWidth)) + more);
   }
 }
 
