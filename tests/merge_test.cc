@@ -598,6 +598,7 @@ TEST(Merge, RanksAndTheStragglerFromTheStatusFilesTimelines) {
       << text.out;
   RunResult html = b.Merge("--format html");
   EXPECT_NE(html.out.find(line), std::string::npos);
+  EXPECT_NE(html.out.find(">rank2 (straggler)</text>"), std::string::npos) << html.out;
   // A threshold above the slow rank's 1.30x: no straggler. One that is no number >= 0: usage.
   EXPECT_EQ(b.MergeJson(0, "--straggler-threshold 0.4")["stragglers"], json::array());
   for (const char* bad : {"nan", "inf", "-0.1", "0.1x"}) {

@@ -3,6 +3,7 @@
 // across the complete pairs as paired bars and a table, the recurring opportunities, the pairs
 // whose kernel time differs most, and the problems. Lists are capped so that a batch of thousands
 // of pairs stays a small page; CSV and JSON list every pair.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ namespace {
 constexpr size_t kMaxPairs = 200;
 constexpr size_t kMaxProblems = 200;
 constexpr size_t kMaxPairLabels = 12;  // per recurring opportunity
+constexpr size_t kMaxChartRanks = 64;  // bars per side
 
 class MergeHtmlPage {
  public:
@@ -90,20 +92,63 @@ void MergeHtmlPage::Ranks() {
                   HtmlEscaped(StragglerText(s_, side, g, g.pair)));
     }
   }
+  if (!s_.ranks[Side::kTrace1].ranks.empty() || !s_.ranks[Side::kTrace2].ranks.empty()) {
+    doc_.Append("<p>{} {} {} {}</p>\n", ColourKey("k0", "computation"),
+                ColourKey("k1", "exposed communication"), ColourKey("k2", "exposed memcpy"),
+                ColourKey("k-rest", "idle"));
+  }
   for (Side side : kSides) RankTable(side);
   doc_.Append("</section>\n");
+}
+
+// RankBars() is one side's ranks as stacked bars, as the GPU timeline of compare's page draws
+// a trace: computation, exposed communication, the rest of the busy time (memcpy no kernel
+// hides) and idle time add up to each rank's span.
+std::string RankBars(const MergeSummary& s, Side side) {
+  const RankAnalysis& a = s.ranks[side];
+  std::vector<BarRow> rows;
+  for (size_t i = 0; i < a.ranks.size() && i < kMaxChartRanks; ++i) {
+    const RankWait& r = a.ranks[i];
+    const RankFigures& f = r.figures;
+    const bool straggler = std::any_of(a.stragglers.begin(), a.stragglers.end(),
+                                       [&](const Straggler& g) { return g.pair == r.pair; });
+    const double exposed_memcpy =
+        std::max(0.0, f.busy_us - f.computation_us - f.exposed_communication_us);
+    BarRow row;
+    row.label = straggler ? r.pair + " (straggler)" : r.pair;
+    row.stacked = true;
+    row.bars = {{f.computation_us, "k0"},
+                {f.exposed_communication_us, "k1"},
+                {exposed_memcpy, "k2"},
+                {f.idle_us, "k-rest"}};
+    row.value_text =
+        fmt::format("{} ms, waited {} ms", MillisOfMicros(f.span_us), MillisOfMicros(r.wait_us));
+    row.tooltip = fmt::format(
+        "{}: span {} ms\ncomputation: {} ms\nexposed communication: {} ms\nexposed memcpy: {} "
+        "ms\nidle: {} ms\nwait in {} collectives: {} ms",
+        r.pair, MillisOfMicros(f.span_us), MillisOfMicros(f.computation_us),
+        MillisOfMicros(f.exposed_communication_us), MillisOfMicros(exposed_memcpy),
+        MillisOfMicros(f.idle_us), r.collectives, MillisOfMicros(r.wait_us));
+    rows.push_back(std::move(row));
+  }
+  return BarChartSvg(rows, StrCat("GPU time per rank, ", s.side_names[side]));
 }
 
 // One side's ranks: GPU time summed over each rank's devices, and its wait.
 void MergeHtmlPage::RankTable(Side side) {
   const std::vector<RankWait>& ranks = s_.ranks[side].ranks;
   if (ranks.empty()) return;
+  doc_.Append("<h3>{}</h3>\n{}", HtmlEscaped(s_.side_names[side]), RankBars(s_, side));
+  if (ranks.size() > kMaxChartRanks) {
+    doc_.Append("<p class=\"note\">The bars show the first {} ranks; the table, {} at most.</p>\n",
+                kMaxChartRanks, kMaxPairs);
+  }
   doc_.Append(
-      "<table class=\"ranks\" data-side=\"{}\">\n<caption>{}</caption>\n<tr><th>pair</th>"
+      "<table class=\"ranks\" data-side=\"{}\">\n<tr><th>pair</th>"
       "<th class=\"n\">computation ms</th><th class=\"n\">exposed communication ms</th>"
       "<th class=\"n\">idle ms</th><th class=\"n\">span ms</th><th class=\"n\">wait ms</th>"
       "<th class=\"n\">collectives</th></tr>\n",
-      side == Side::kTrace1 ? 1 : 2, HtmlEscaped(s_.side_names[side]));
+      side == Side::kTrace1 ? 1 : 2);
   for (size_t i = 0; i < ranks.size() && i < kMaxPairs; ++i) {
     const RankWait& r = ranks[i];
     doc_.Append(
