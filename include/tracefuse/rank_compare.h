@@ -25,6 +25,17 @@ struct RankFigures {
   double idle_us = 0;
 };
 
+// ForEachRankFigure() calls visit(key, &figure) for each figure of `figures` (a RankFigures,
+// const or not), by its key in the status files' devices and in merge's JSON, in that order.
+template <typename Figures, typename Visit>
+void ForEachRankFigure(Figures& figures, Visit&& visit) {
+  visit("span_us", &figures.span_us);
+  visit("busy_us", &figures.busy_us);
+  visit("computation_us", &figures.computation_us);
+  visit("exposed_communication_us", &figures.exposed_communication_us);
+  visit("idle_us", &figures.idle_us);
+}
+
 // RankTimeline is one rank (one side of one pair): its figures and its collectives by name, each
 // name's durations in the order the trace ran them (by device, then start): `collectives[k]`
 // is every duration of the k-th name, and no two entries have the same name.

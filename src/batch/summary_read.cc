@@ -255,11 +255,10 @@ class TimelineReader {
       return key == "collectives" ? Collectives(f, &timeline) : simdjson::SUCCESS;
     });
     if (err) return err;
-    const RankFigures& f = timeline.figures;
-    for (double sum :
-         {f.span_us, f.busy_us, f.computation_us, f.exposed_communication_us, f.idle_us}) {
-      if (!std::isfinite(sum)) return Invalid("its devices' times add up beyond a double");
-    }
+    bool finite = true;
+    ForEachRankFigure(timeline.figures,
+                      [&](std::string_view, const double* sum) { finite &= std::isfinite(*sum); });
+    if (!finite) return Invalid("its devices' times add up beyond a double");
     *out = std::move(timeline);
     return simdjson::SUCCESS;
   }
@@ -267,12 +266,10 @@ class TimelineReader {
   simdjson::error_code Device(od::value v, RankTimeline* timeline) {
     RankFigures* sum = &timeline->figures;
     return ForEachKey(v, failed_key_, [&](std::string_view key, od::value figure) {
-      double* into = key == "span_us"                    ? &sum->span_us
-                     : key == "busy_us"                  ? &sum->busy_us
-                     : key == "computation_us"           ? &sum->computation_us
-                     : key == "exposed_communication_us" ? &sum->exposed_communication_us
-                     : key == "idle_us"                  ? &sum->idle_us
-                                                         : nullptr;
+      double* into = nullptr;
+      ForEachRankFigure(*sum, [&](std::string_view name, double* figure) {
+        if (name == key) into = figure;
+      });
       if (into == nullptr) return simdjson::SUCCESS;
       double us = 0;
       simdjson::error_code err = Time(figure, key, &us);

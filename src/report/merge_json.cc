@@ -194,15 +194,12 @@ Json RanksJson(const MergeSummary& s) {
     const RankAnalysis& a = s.ranks[side];
     Json pairs = Json::array();
     for (const RankWait& r : a.ranks) {
-      pairs.push_back(
-          {{"pair", r.pair},
-           {"span_us", SummedMicros(r.figures.span_us)},
-           {"busy_us", SummedMicros(r.figures.busy_us)},
-           {"computation_us", SummedMicros(r.figures.computation_us)},
-           {"exposed_communication_us", SummedMicros(r.figures.exposed_communication_us)},
-           {"idle_us", SummedMicros(r.figures.idle_us)},
-           {"wait_us", SummedMicros(r.wait_us)},
-           {"collectives", r.collectives}});
+      Json pair = {{"pair", r.pair}};
+      ForEachRankFigure(r.figures,
+                        [&](const char* key, const double* us) { pair[key] = SummedMicros(*us); });
+      pair["wait_us"] = SummedMicros(r.wait_us);
+      pair["collectives"] = r.collectives;
+      pairs.push_back(std::move(pair));
     }
     sides.push_back({{"collective_kind", OrNull(a.collective_kind)}, {"pairs", std::move(pairs)}});
   }
