@@ -150,10 +150,12 @@ PipelineOptions Pipeline(const ReadOptions& read, bool keep_kernel_records) {
 }
 
 // ProfileOne() streams one trace (stats, breakdown) with the GIL released.
+// ProfileOne() reads one trace; `step_figures`: as `stats --format json`, which lists each step.
 TraceProfile ProfileOne(const std::string& path, const std::string& ruleset,
-                        const ReadOptions& read) {
+                        const ReadOptions& read, bool step_figures = false) {
   std::shared_ptr<const Classifier> classifier = Rules(ruleset);
   PipelineOptions options = Pipeline(read, /*keep_kernel_records=*/false);
+  options.step_figures = step_figures;
   Progress progress(read.progress);
   progress.Install(&options);
   absl::StatusOr<std::vector<TraceProfile>> profiles;
@@ -229,7 +231,7 @@ py::object Compare(const std::string& trace1, const std::string& trace2, const s
 std::string StatsJsonText(const std::string& path, const std::string& ruleset,
                           const ReadOptions& read) {
   const auto started = std::chrono::steady_clock::now();
-  const TraceProfile profile = ProfileOne(path, ruleset, read);
+  const TraceProfile profile = ProfileOne(path, ruleset, read, /*step_figures=*/true);
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return DumpJson(StatsJson(profile, elapsed));

@@ -159,6 +159,10 @@ void ParsedChunk::Clear() {
   kernels_without_name = 0;
   transfers.clear();
   transfers_with_bad_times = 0;
+  launches.clear();
+  steps.clear();
+  step_names.Clear();
+  steps_with_bad_times = 0;
   host_events_without_times = 0;
   evidence = EventEvidence();
 }
@@ -378,8 +382,33 @@ struct ChunkParser::Impl {
       return absl::OkStatus();
     }
     const int32_t device = f.kernel.device >= 0 ? f.kernel.device : DeviceFromPid(f.pid_raw);
-    out->transfers.push_back(GpuTransfer{*ts, *dur, device});
+    const bool has_correlation = f.kernel.flags & KernelEvent::kHasCorrelation;
+    out->transfers.push_back(GpuTransfer{*ts, *dur, f.kernel.correlation, device, has_correlation});
     return absl::OkStatus();
+  }
+
+  // AddStepMark() records a launch or a step annotation, what places GPU events in steps.
+  absl::Status AddStepMark(const EventChunk& chunk, size_t len, const EventFields& f,
+                           const std::string& display_name, ParsedChunk* out) {
+    const bool launch = IsLaunchCategory(f.cat) && (f.kernel.flags & KernelEvent::kHasCorrelation);
+    const bool step = !launch && IsStepMark(f);
+    if (!launch && !step) return absl::OkStatus();
+    std::optional<int64_t> ts, dur;
+    absl::Status read = ReadTimes(chunk, len, f, display_name, &ts, &dur);
+    if (!read.ok()) return read;
+    if (launch) {
+      if (ts) out->launches.push_back(Launch{*ts, f.kernel.correlation});
+    } else if (!ts || !dur || *dur < 0) {
+      ++out->steps_with_bad_times;
+    } else {
+      out->steps.push_back(StepAnnotation{*ts, *dur, out->step_names.Append(f.name)});
+    }
+    return absl::OkStatus();
+  }
+
+  static bool IsStepMark(const EventFields& f) {
+    if (f.cat == "user_annotation") return IsStepAnnotation(f.name);
+    return (f.cat == "cpu_op" || f.cat == "Operator") && StartsWith(f.name, "ProfilerStep#");
   }
 
   // DeviceFromPid() is a GPU event's pid as its device (Kineto writes the device index there),
@@ -627,13 +656,12 @@ simdjson::error_code ReadKernelArgs(od::value value, KernelEvent* k) {
   });
 }
 
-// ReadEvent() reads the fields tracefuse needs; `args` only when the event may be a kernel (its
-// `cat`, when it comes first, says so) or, with `host`, a runtime call, since args are most of an
-// event's bytes.
+// ReadEvent() reads the fields tracefuse needs; `args` only when the event may be a GPU event or a
+// launch (its `cat`, when it comes first, says so), since args are most of an event's bytes.
 simdjson::error_code ReadEvent(od::object event, bool host, EventFields* f) {
-  auto wants_args = [host](const EventFields& f) {
+  auto wants_args = [](const EventFields& f) {
     return !f.have_cat || IsKernelCategory(f.cat) || IsTransferCategory(f.cat) ||
-           (host && IsLaunchCategory(f.cat));
+           IsLaunchCategory(f.cat);
   };
   simdjson::error_code err = ForEachField(event, [&](od::raw_json_string key, od::value value) {
     if (key == "cat") return ReadStringField(value, &f->cat, &f->have_cat);
@@ -728,6 +756,8 @@ absl::Status ChunkParser::ParseInBuffers(const EventChunk& chunk, const std::str
       continue;
     }
     if (f.have_name && IsRuntimeCategory(f.cat)) CountRuntimeCall(f, &out->evidence);
+    absl::Status marked = im.AddStepMark(chunk, len, f, display_name, out);
+    if (!marked.ok()) return marked;
     if (options.host_activity) {
       absl::Status added = im.AddHostEvent(chunk, len, f, display_name, out);
       if (!added.ok()) return added;

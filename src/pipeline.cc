@@ -413,7 +413,8 @@ class TraceRun {
         events_wanted_(events_wanted),
         reducer_(classifier, options.keep_kernel_records, CpuSideReadingFor(path, options),
                  gpu_timeline == GpuTimelineReading::kCollect ? gpu_timeline
-                                                              : GpuTimelineReadingFor(path)),
+                                                              : GpuTimelineReadingFor(path),
+                 options.step_figures),
         classifier_(classifier),
         classifiers_([this, classifier] {
           // Each thread's cache is made on its first chunk, after the platform is detected.
@@ -580,6 +581,8 @@ absl::Status ReadGpuTimelineAgain(const std::string& path,
   GpuTimeline& timeline = profile->gpu_timeline;
   timeline.devices = std::move(whole->gpu_timeline.devices);
   timeline.collectives = std::move(whole->gpu_timeline.collectives);
+  timeline.steps = std::move(whole->gpu_timeline.steps);
+  timeline.step_names = std::move(whole->gpu_timeline.step_names);
   timeline.path = GpuTimelinePath::kCollected;
   return absl::OkStatus();
 }

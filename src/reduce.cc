@@ -52,8 +52,13 @@ uint64_t KernelStream::encoded_bytes() const {
 }
 
 TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records,
-                           CpuSideReading cpu_side, GpuTimelineReading gpu_timeline)
-    : keep_kernel_records_(keep_kernel_records), cpu_side_(cpu_side), gpu_reading_(gpu_timeline) {
+                           CpuSideReading cpu_side, GpuTimelineReading gpu_timeline,
+                           bool step_figures)
+    : keep_kernel_records_(keep_kernel_records),
+      cpu_side_(cpu_side),
+      gpu_reading_(gpu_timeline),
+      step_figures_(step_figures),
+      step_timeline_(StepTimeline::kStreamedOpenSteps, step_figures) {
   profile_.classifier = std::move(classifier);
   if (gpu_timeline == GpuTimelineReading::kCollect) {
     profile_.gpu_timeline.path = GpuTimelinePath::kCollected;
@@ -125,7 +130,9 @@ void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk, const Classifier& clas
     if ((k.flags & KernelEvent::kBadTimes) || k.dur_ns < 0) {
       ++gpu_events_skipped;
     } else {
-      gpu.push_back(GpuActivity{k.ts_ns, k.ts_ns + k.dur_ns, k.device, k.name});
+      const bool launched = k.flags & KernelEvent::kHasCorrelation;
+      gpu.push_back(GpuActivity{k.ts_ns, k.ts_ns + k.dur_ns, k.device, k.name,
+                                launched ? k.correlation : kNoCorrelation});
     }
   }
   const size_t kernels = gpu.size();
@@ -133,18 +140,29 @@ void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk, const Classifier& clas
     if (t.dur_ns < 0) {
       ++gpu_events_skipped;
     } else {
-      gpu.push_back(GpuActivity{t.ts_ns, t.ts_ns + t.dur_ns, t.device, kTransferName});
+      gpu.push_back(GpuActivity{t.ts_ns, t.ts_ns + t.dur_ns, t.device, kTransferName,
+                                t.has_correlation ? t.correlation : kNoCorrelation});
     }
   }
   SortByDeviceAndStart(&gpu, kernels);
   device_sweeps.clear();
+  step_activities.clear();
+  launch_runs.clear();
   for (size_t i = 0; i < gpu.size(); ++i) {
     const GpuActivity& a = gpu[i];
+    const GpuActivityKind kind =
+        a.name == kTransferName ? GpuActivityKind::kMemcpy : name_kinds[a.name];
     if (i == 0 || gpu[i - 1].device != a.device)
       device_sweeps.emplace_back(a.device, DeviceSweep());
-    device_sweeps.back().second.Add(
-        a.start_ns, a.end_ns,
-        a.name == kTransferName ? GpuActivityKind::kMemcpy : name_kinds[a.name]);
+    device_sweeps.back().second.Add(a.start_ns, a.end_ns, kind);
+    step_activities.push_back(StepActivity{a.start_ns, a.end_ns, a.correlation, a.device, kind});
+    LaunchRun* run = launch_runs.empty() ? nullptr : &launch_runs.back();
+    if (run == nullptr || run->device != a.device || run->correlation != a.correlation) {
+      const auto at = static_cast<uint32_t>(i);
+      run = &launch_runs.emplace_back(LaunchRun{a.correlation, a.device, at, at, DeviceSweep()});
+    }
+    run->sweep.Add(a.start_ns, a.end_ns, kind);
+    ++run->end;
   }
 }
 
@@ -313,11 +331,18 @@ GpuActivityKind KindOf(uint32_t name, const std::vector<bool>& communicates) {
 void TraceReducer::ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summary) {
   GpuTimeline& timeline = profile_.gpu_timeline;
   timeline.events_skipped += summary.gpu_events_skipped;
+  timeline.steps_skipped += chunk.steps_with_bad_times;
   if (gpu_reading_ == GpuTimelineReading::kCollect) {
     // By the trace's names: their kinds are known for sure only once every name is classified.
     for (GpuActivity a : summary.gpu) {
       if (a.name != kTransferName) a.name = local_to_global_[a.name];
       collected_gpu_.push_back(a);
+    }
+    collected_launches_.insert(collected_launches_.end(), chunk.launches.begin(),
+                               chunk.launches.end());
+    for (StepAnnotation step : chunk.steps) {
+      step.name = collected_step_names_.Append(chunk.step_names[step.name]);
+      collected_steps_.push_back(step);
     }
     return;
   }
@@ -325,11 +350,13 @@ void TraceReducer::ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summ
   for (const auto& [device, chunk_sweep] : summary.device_sweeps) {
     DeviceSweep& sweep = SweepOf(device);
     if (sweep.Append(chunk_sweep) || SweepEach(summary, device, &sweep)) continue;
-    timeline.path = GpuTimelinePath::kReadAgain;
-    timeline.collected_reason =
-        StrCat("device ", device, "'s events are out of start order near byte ", chunk.begin);
-    sweeps_.clear();
-    timeline.collectives = {};
+    ReadGpuTimelineAgain(
+        StrCat("device ", device, "'s events are out of start order near byte ", chunk.begin));
+    return;
+  }
+  std::string out_of_order;
+  if (!ConsumeSteps(chunk, summary, &out_of_order)) {
+    ReadGpuTimelineAgain(StrCat(out_of_order, " near byte ", chunk.begin));
     return;
   }
   for (const GpuActivity& a : summary.gpu) {
@@ -338,6 +365,47 @@ void TraceReducer::ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summ
           Collective{a.start_ns, a.end_ns - a.start_ns, a.device, local_to_global_[a.name]});
     }
   }
+}
+
+bool TraceReducer::ConsumeSteps(const ParsedChunk& chunk, const ChunkSummary& summary,
+                                std::string* out_of_order) {
+  step_timeline_.NextChunk();
+  for (const StepAnnotation& step : chunk.steps) {
+    if (!step_timeline_.AddStep(chunk.step_names[step.name], step.ts_ns,
+                                step.ts_ns + step.dur_ns)) {
+      *out_of_order = "a step annotation comes after the launches inside it";
+      return false;
+    }
+  }
+  for (const Launch& launch : chunk.launches) {
+    step_timeline_.AddLaunch(launch.ts_ns, launch.correlation);
+  }
+  if (!step_timeline_.Release()) {
+    *out_of_order = "a GPU event swept after a later one of its step";
+    return false;
+  }
+  if (summary.gpu.empty() || !step_timeline_.measuring()) return true;
+  for (const LaunchRun& run : summary.launch_runs) {
+    if (!step_timeline_.AddRun(run, summary.step_activities)) {
+      *out_of_order = StrCat("device ", run.device, "'s steps are out of start order");
+      return false;
+    }
+  }
+  if (step_timeline_.pending() > StepTimeline::kMaxPending) {
+    *out_of_order =
+        StrCat("over ", StepTimeline::kMaxPending, " GPU events wait for their launches");
+    return false;
+  }
+  return true;
+}
+
+void TraceReducer::ReadGpuTimelineAgain(std::string reason) {
+  GpuTimeline& timeline = profile_.gpu_timeline;
+  timeline.path = GpuTimelinePath::kReadAgain;
+  timeline.collected_reason = std::move(reason);
+  sweeps_.clear();
+  step_timeline_ = StepTimeline(StepTimeline::kStreamedOpenSteps, step_figures_);
+  timeline.collectives = {};
 }
 
 bool TraceReducer::SweepEach(const ChunkSummary& summary, int32_t device, DeviceSweep* sweep) {
@@ -363,25 +431,14 @@ void TraceReducer::FinishGpuTimeline() {
   GpuTimeline& timeline = profile_.gpu_timeline;
   const std::vector<bool> communicates = CommunicatesByName(profile_);
   if (gpu_reading_ == GpuTimelineReading::kCollect) {
-    SortByDeviceAndStart(&collected_gpu_);
-    for (const GpuActivity& a : collected_gpu_) {
-      if (a.name != kTransferName && communicates[a.name]) {
-        timeline.collectives.push_back(
-            Collective{a.start_ns, a.end_ns - a.start_ns, a.device, a.name});
-      }
-    }
-    timeline.devices = SweepCollected(std::move(collected_gpu_),
-                                      [&](uint32_t name) { return KindOf(name, communicates); });
-    collected_gpu_ = {};
+    FinishCollectedGpuTimeline(communicates);
     return;
   }
   if (timeline.path != GpuTimelinePath::kStreamed) return;
   if (name_communicates_ != communicates) {
     // Re-classified for another platform (Finish()): the sweeps counted some kernels' time as
     // the wrong kind.
-    timeline.path = GpuTimelinePath::kReadAgain;
-    timeline.collected_reason = "the platform found at the end changed which kernels communicate";
-    timeline.collectives = {};
+    ReadGpuTimelineAgain("the platform found at the end changed which kernels communicate");
     return;
   }
   std::sort(sweeps_.begin(), sweeps_.end(),
@@ -390,9 +447,40 @@ void TraceReducer::FinishGpuTimeline() {
   std::stable_sort(timeline.collectives.begin(), timeline.collectives.end(),
                    [](const Collective& a, const Collective& b) { return a.device < b.device; });
   for (const auto& [device, sweep] : sweeps_) {
-    timeline.devices.push_back(DeviceTimeline{device, sweep.Figures()});
+    timeline.devices.push_back(DeviceTimeline{device, sweep.Figures(), {}});
   }
   sweeps_.clear();
+  if (!step_timeline_.Finish(&timeline.devices, &timeline.steps, &timeline.step_names)) {
+    timeline.devices.clear();
+    ReadGpuTimelineAgain("a device's steps are out of start order at the end");
+  }
+}
+
+void TraceReducer::FinishCollectedGpuTimeline(const std::vector<bool>& communicates) {
+  GpuTimeline& timeline = profile_.gpu_timeline;
+  SortByDeviceAndStart(&collected_gpu_);
+  // Every launch is known before the first activity, and no step closes early.
+  StepTimeline steps(SIZE_MAX, step_figures_);
+  for (const StepAnnotation& s : collected_steps_) {
+    steps.AddStep(collected_step_names_[s.name], s.ts_ns, s.ts_ns + s.dur_ns);
+  }
+  for (const Launch& launch : collected_launches_)
+    steps.AddLaunch(launch.ts_ns, launch.correlation);
+  for (const GpuActivity& a : collected_gpu_) {
+    const GpuActivityKind kind =
+        a.name == kTransferName ? GpuActivityKind::kMemcpy : KindOf(a.name, communicates);
+    if (kind == GpuActivityKind::kCommunication) {
+      timeline.collectives.push_back(
+          Collective{a.start_ns, a.end_ns - a.start_ns, a.device, a.name});
+    }
+    steps.AddActivity(StepActivity{a.start_ns, a.end_ns, a.correlation, a.device, kind});
+  }
+  timeline.devices = SweepCollected(std::move(collected_gpu_),
+                                    [&](uint32_t name) { return KindOf(name, communicates); });
+  steps.Finish(&timeline.devices, &timeline.steps, &timeline.step_names);
+  collected_gpu_ = {};
+  collected_launches_ = {};
+  collected_steps_ = {};
 }
 
 namespace {

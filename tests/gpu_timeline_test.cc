@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "absl/strings/match.h"
@@ -241,12 +242,69 @@ int64_t Nanos(const nlohmann::json& us) {
 // name.
 using OracleCollective = std::tuple<int32_t, int64_t, int64_t, std::string>;
 
-std::map<int32_t, GpuTimeFigures> OracleOfTrace(const std::string& path,
-                                                const TraceProfile& profile,
-                                                std::vector<OracleCollective>* collectives) {
+// OracleTimeline is a trace's figures as the oracle sees them: per device, and per device and
+// step (the step's name, in step order).
+struct OracleTimeline {
+  std::map<int32_t, GpuTimeFigures> devices;
+  std::map<int32_t, std::vector<std::pair<std::string, GpuTimeFigures>>> steps;
+};
+
+// OracleSteps() gives each correlation id its step's index in `steps` (the top-level step
+// annotations, by start): the step inside which its first launch starts. HTA's definition.
+std::map<int64_t, size_t> OracleSteps(const nlohmann::json& events,
+                                      std::vector<std::pair<std::string, Intervals>>* steps) {
+  struct Step {
+    int64_t start, end;
+    std::string name;
+  };
+  std::vector<Step> all;
+  std::vector<std::pair<int64_t, int64_t>> launches;  // correlation, ts; in trace order
+  auto is_number = [](const nlohmann::json& e, const char* key) {
+    return e.contains(key) && e[key].is_number();
+  };
+  for (const nlohmann::json& e : events) {
+    const std::string cat = e.value("cat", "");
+    const std::string name =
+        e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+    const bool step =
+        (cat == "user_annotation" && IsStepAnnotation(name)) ||
+        ((cat == "cpu_op" || cat == "Operator") && absl::StartsWith(name, "ProfilerStep#"));
+    if (step && is_number(e, "ts") && is_number(e, "dur") && Nanos(e["dur"]) >= 0) {
+      all.push_back({Nanos(e["ts"]), Nanos(e["ts"]) + Nanos(e["dur"]), name});
+    }
+    const bool launch = cat == "cuda_runtime" || cat == "Runtime" || cat == "cuda_driver";
+    if (launch && is_number(e, "ts") && e.contains("args") && e["args"].is_object() &&
+        e["args"].contains("correlation") && e["args"]["correlation"].is_number_integer()) {
+      launches.emplace_back(e["args"]["correlation"].get<int64_t>(), Nanos(e["ts"]));
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Step& a, const Step& b) {
+    return a.start != b.start ? a.start < b.start : a.end > b.end;
+  });
+  std::vector<Step> top;
+  for (const Step& s : all) {
+    if (top.empty() || s.start >= top.back().end) top.push_back(s);
+  }
+  for (const Step& s : top) steps->push_back({s.name, {{s.start, s.end}}});
+  std::map<int64_t, size_t> step_of;
+  std::set<int64_t> seen;
+  for (const auto& [correlation, ts] : launches) {
+    if (!seen.insert(correlation).second) continue;
+    for (size_t i = 0; i < top.size(); ++i) {
+      if (top[i].start <= ts && ts < top[i].end) step_of[correlation] = i;
+    }
+  }
+  return step_of;
+}
+
+OracleTimeline OracleOfTrace(const std::string& path, const TraceProfile& profile,
+                             std::vector<OracleCollective>* collectives) {
   const nlohmann::json trace = nlohmann::json::parse(ReadMaybeGzip(path));
   const nlohmann::json& events = trace.is_array() ? trace : trace.at("traceEvents");
+  std::vector<std::pair<std::string, Intervals>> steps;
+  const std::map<int64_t, size_t> step_of = OracleSteps(events, &steps);
   std::map<int32_t, std::vector<OracleActivity>> devices;
+  std::map<int32_t, std::map<size_t, std::vector<OracleActivity>>> device_steps;
   for (const nlohmann::json& e : events) {
     const std::string cat =
         e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
@@ -277,20 +335,32 @@ std::map<int32_t, GpuTimeFigures> OracleOfTrace(const std::string& path,
       if (kind == kComm) collectives->emplace_back(device, ts, dur, name);
     }
     devices[device].push_back({ts, ts + dur, kind});
+    if (e.contains("args") && e["args"].is_object() && e["args"].contains("correlation") &&
+        e["args"]["correlation"].is_number_integer()) {
+      auto step = step_of.find(e["args"]["correlation"].get<int64_t>());
+      if (step != step_of.end()) device_steps[device][step->second].push_back({ts, ts + dur, kind});
+    }
   }
-  std::map<int32_t, GpuTimeFigures> figures;
-  for (const auto& [device, activities] : devices) figures[device] = Oracle(activities);
-  return figures;
+  OracleTimeline out;
+  for (const auto& [device, activities] : devices) out.devices[device] = Oracle(activities);
+  for (const auto& [device, by_step] : device_steps) {
+    for (const auto& [step, activities] : by_step) {
+      out.steps[device].emplace_back(steps[step].first, Oracle(activities));
+    }
+  }
+  return out;
 }
 
 std::shared_ptr<const Classifier> TracefuseRules() {
   return *Classifier::Create(*RuleSet::Load("tracefuse"));
 }
 
-TraceProfile ProfileOf(const std::string& path, int threads, size_t chunk_bytes) {
+TraceProfile ProfileOf(const std::string& path, int threads, size_t chunk_bytes,
+                       bool step_figures = true) {
   PipelineOptions o;
   o.threads = threads;
   o.chunk_bytes = chunk_bytes;
+  o.step_figures = step_figures;
   auto profiles = ProfileTraces({path}, TracefuseRules(), o);
   EXPECT_TRUE(profiles.ok()) << profiles.status();
   return profiles.ok() ? std::move(profiles->front()) : TraceProfile();
@@ -298,7 +368,8 @@ TraceProfile ProfileOf(const std::string& path, int threads, size_t chunk_bytes)
 
 void ExpectOracle(const std::string& path, const TraceProfile& p) {
   std::vector<OracleCollective> want_collectives, got_collectives;
-  const std::map<int32_t, GpuTimeFigures> want = OracleOfTrace(path, p, &want_collectives);
+  const OracleTimeline oracle = OracleOfTrace(path, p, &want_collectives);
+  const std::map<int32_t, GpuTimeFigures>& want = oracle.devices;
   for (size_t i = 0; i < p.gpu_timeline.collectives.size(); ++i) {
     const Collective& c = p.gpu_timeline.collectives[i];
     got_collectives.emplace_back(c.device, c.start_ns, c.duration_ns, p.names[c.name]);
@@ -316,7 +387,28 @@ void ExpectOracle(const std::string& path, const TraceProfile& p) {
     SCOPED_TRACE("device " + std::to_string(d.device));
     ASSERT_TRUE(want.count(d.device));
     ExpectSameFigures(want.at(d.device), d.figures);
+    const auto want_steps = oracle.steps.find(d.device);
+    ASSERT_EQ(d.steps.size(), want_steps == oracle.steps.end() ? 0 : want_steps->second.size());
+    for (size_t i = 0; i < d.steps.size(); ++i) {
+      const ProfilerStep& step = p.gpu_timeline.steps[d.steps[i].step];
+      SCOPED_TRACE(std::string(p.gpu_timeline.step_names[step.name]));
+      EXPECT_EQ(p.gpu_timeline.step_names[step.name], want_steps->second[i].first);
+      ExpectSameFigures(want_steps->second[i].second, d.steps[i].figures);
+    }
   }
+}
+
+// Without each device's figures per step, the steps' GPU spans are the same.
+void ExpectSameStepSpans(const TraceProfile& with_figures, const TraceProfile& spans_only) {
+  const std::vector<ProfilerStep>& want = with_figures.gpu_timeline.steps;
+  const std::vector<ProfilerStep>& got = spans_only.gpu_timeline.steps;
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(want[i].activities, got[i].activities);
+    EXPECT_EQ(want[i].span_ns(), got[i].span_ns());
+  }
+  EXPECT_TRUE(spans_only.gpu_timeline.step_names.size() == 0);
+  for (const DeviceTimeline& d : spans_only.gpu_timeline.devices) EXPECT_TRUE(d.steps.empty());
 }
 
 std::string Generate(const testing::TempDir& dir, const std::string& name,
@@ -362,7 +454,10 @@ TEST(GpuTimeline, GeneratedTracesEqualTheOracle) {
       EXPECT_EQ(p.gpu_timeline.path, GpuTimelinePath::kStreamed);
       ASSERT_EQ(p.gpu_timeline.devices.size(), 1u);
       EXPECT_GT(p.gpu_timeline.devices[0].figures.memcpy_ns, 0);
+      EXPECT_EQ(p.gpu_timeline.steps.size(), 30u);
+      EXPECT_EQ(p.gpu_timeline.devices[0].steps.size(), 30u);
       ExpectOracle(path, p);
+      ExpectSameStepSpans(p, ProfileOf(path, threads, chunk, /*step_figures=*/false));
     }
   }
   const std::string shuffled =
@@ -413,6 +508,70 @@ TEST(GpuTimeline, CraftedDevicesEqualTheOracle) {
   EXPECT_EQ(p.gpu_timeline.path, GpuTimelinePath::kStreamed);
 }
 
+// Steps: HTA's assignment by launch, through nested and zero-length steps, two threads' launches
+// with interleaved correlation ids (a run split), kernels written before their launches, a launch
+// seen twice, a driver launch of a memcpy, launches outside steps and kernels launched by nothing.
+TEST(GpuTimeline, CraftedStepsEqualTheOracle) {
+  testing::TempDir dir;
+  const std::string path = dir.File("steps.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#9", "pid": 1, "tid": 1, "ts": 10, "dur": 10},
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 300, "dur": 0},
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 1, "tid": 1, "ts": 400, "dur": "x"},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "ts": 1000, "dur": 10, "args": {"device": 0, "correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 5, "dur": 2, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 50, "dur": 2, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 60, "dur": 2, "args": {"correlation": 4}},
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32", "pid": 0, "ts": 1005, "dur": 20, "args": {"device": 0, "correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "ts": 1030, "dur": 5, "args": {"device": 0, "correlation": 4}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 120, "dur": 2, "args": {"correlation": 3}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 150, "dur": 2, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "cuda_driver", "name": "cuMemcpyAsync", "pid": 1, "tid": 1, "ts": 130, "dur": 2, "args": {"correlation": 6}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "ts": 1040, "dur": 7, "args": {"device": 0, "correlation": 3}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "ts": 1042, "dur": 20, "args": {"device": 0, "correlation": 6}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "ts": 1070, "dur": 3, "args": {"device": 0, "correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "ts": 1080, "dur": 3, "args": {"device": 0, "correlation": 7}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "ts": 1090, "dur": 3, "args": {"device": 0}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 250, "dur": 2, "args": {"correlation": 5}}
+  ]})");
+  for (const auto& [threads, chunk] :
+       {std::tuple{1, size_t{4} << 10}, std::tuple{2, size_t{512}}}) {
+    const TraceProfile p = ProfileOf(path, threads, chunk);
+    EXPECT_EQ(p.gpu_timeline.path, GpuTimelinePath::kStreamed) << p.gpu_timeline.collected_reason;
+    ExpectOracle(path, p);
+    EXPECT_EQ(p.gpu_timeline.steps_skipped, 1u);
+    ASSERT_EQ(p.gpu_timeline.steps.size(), 3u);  // #1, #2 and the empty #3; #9 is nested
+    ASSERT_EQ(p.gpu_timeline.devices.size(), 1u);
+    const std::vector<StepFigures>& steps = p.gpu_timeline.devices[0].steps;
+    ASSERT_EQ(steps.size(), 2u);
+    EXPECT_EQ(steps[0].figures.activities, 3u);  // correlations 1, 2 and 4
+    EXPECT_EQ(steps[0].figures.span_ns(), 35000);
+    EXPECT_EQ(steps[0].figures.exposed_communication_ns, 15000);
+    EXPECT_EQ(steps[1].figures.activities, 2u);  // 3 and the memcpy of 6
+    EXPECT_EQ(steps[1].figures.exposed_memcpy_ns, 15000);
+    const StepSpans spans = StepSpansOf(p.gpu_timeline);
+    EXPECT_EQ(spans.steps, 3u);
+    EXPECT_EQ(spans.with_activities, 2u);
+    EXPECT_EQ(spans.median_ns, (35000 + 22000) / 2);
+  }
+  // A step written after a launch inside it cannot be streamed: the trace is read again.
+  std::string late = testing::ReadFile(path);
+  const std::string step2 =
+      R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},)";
+  late.erase(late.find(step2), step2.size() + 1);
+  late.insert(late.find(R"(    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "ts": 1040)"),
+              "    " + step2 + "\n");
+  const std::string late_path = dir.File("late.json", late);
+  const TraceProfile p = ProfileOf(late_path, 1, 512);  // the step in a later chunk
+  EXPECT_EQ(p.gpu_timeline.path, GpuTimelinePath::kCollected);
+  EXPECT_TRUE(absl::StartsWith(p.gpu_timeline.collected_reason,
+                               "a step annotation comes after the launches inside it near byte "))
+      << p.gpu_timeline.collected_reason;
+  ExpectOracle(late_path, p);
+  EXPECT_EQ(p.gpu_timeline.devices[0].steps.size(), 2u);
+}
+
 // Every real trace of ../shared, at two thread counts and chunk sizes.
 TEST(GpuTimeline, RealTracesEqualTheOracle) {
   TRACEFUSE_REQUIRE_SHARED();
@@ -422,7 +581,7 @@ TEST(GpuTimeline, RealTracesEqualTheOracle) {
     traces.push_back(pair + "/trace1.json.gz");
     traces.push_back(pair + "/trace2.json.gz");
   }
-  int collected = 0;
+  int collected = 0, with_steps = 0;
   for (const std::string& path : traces) {
     if (path.find("rocprof") != std::string::npos) continue;  // not a Kineto trace
     for (const auto& [threads, chunk] :
@@ -430,10 +589,13 @@ TEST(GpuTimeline, RealTracesEqualTheOracle) {
       SCOPED_TRACE(path + " threads " + std::to_string(threads));
       const TraceProfile p = ProfileOf(path, threads, chunk);
       ExpectOracle(path, p);
+      ExpectSameStepSpans(p, ProfileOf(path, threads, chunk, /*step_figures=*/false));
       collected += p.gpu_timeline.path == GpuTimelinePath::kCollected;
+      with_steps += !p.gpu_timeline.steps.empty();
     }
   }
-  EXPECT_GT(collected, 0);  // the traces whose events are out of order took the other path
+  EXPECT_GT(collected, 0);        // the traces whose events are out of order took the other path
+  EXPECT_GE(with_steps, 2 * 10);  // ten of ../shared's real traces have steps
 }
 
 // From a pipe, which cannot be read twice, the activities are collected from the start.

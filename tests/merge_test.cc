@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "gtest/gtest.h"
@@ -517,7 +518,8 @@ TEST(Merge, JsonHasEveryDocumentedKey) {
 
 // A side's timeline as batch records it: two devices, each with its figures, and the device's
 // all-reduces.
-json SideTimeline(double computation_us, const std::vector<double>& all_reduces_us) {
+json SideTimeline(double computation_us, const std::vector<double>& all_reduces_us,
+                  std::optional<double> step_us = std::nullopt) {
   json devices = json::array(), device = json::array(), name = json::array();
   for (int d = 0; d < 2; ++d) {
     devices.push_back({{"device", d},
@@ -537,6 +539,13 @@ json SideTimeline(double computation_us, const std::vector<double>& all_reduces_
       {"collected_reason", nullptr},
       {"events_skipped", 0},
       {"communication_category", "Communication"},
+      {"steps",
+       {{"count", step_us ? 5 : 0},
+        {"skipped", 0},
+        {"with_activities", step_us ? 5 : 0},
+        {"median_span_us", step_us ? json(*step_us) : json(nullptr)},
+        {"min_span_us", step_us ? json(*step_us - 1) : json(nullptr)},
+        {"max_span_us", step_us ? json(*step_us + 1) : json(nullptr)}}},
       {"devices", devices},
       {"collectives",
        {{"names", {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"}},
@@ -553,8 +562,9 @@ TEST(Merge, RanksAndTheStragglerFromTheStatusFilesTimelines) {
   for (int r = 0; r < 4; ++r) {
     const std::string label = StrCat("rank", r);
     b.Complete(label, 5, 1, /*reversed=*/r == 3);
-    json amd = SideTimeline(r == 2 ? 1300 : 1000 + r, r == 2 ? std::vector<double>{10, 20, 10}
-                                                             : std::vector<double>{40, 35.25, 50});
+    json amd = SideTimeline(
+        r == 2 ? 1300 : 1000 + r,
+        r == 2 ? std::vector<double>{10, 20, 10} : std::vector<double>{40, 35.25, 50}, 150.5 + r);
     json nvidia = SideTimeline(800, {5, 5, 5});
     json timeline = r == 3 ? json{{"trace1", nvidia}, {"trace2", amd}}
                            : json{{"trace1", amd}, {"trace2", nvidia}};
@@ -575,9 +585,11 @@ TEST(Merge, RanksAndTheStragglerFromTheStatusFilesTimelines) {
                                    {"computation_us", 1001.0},
                                    {"exposed_communication_us", 3.0},
                                    {"idle_us", 20.5},
+                                   {"step_us", 151.5},
                                    {"wait_us", 30 + 15.25 + 40},
                                    {"collectives", 3}}));
-  EXPECT_EQ(amd["pairs"][2]["wait_us"], 0);  // its all-reduces are the shortest
+  EXPECT_EQ(amd["pairs"][2]["wait_us"], 0);                  // its all-reduces are the shortest
+  EXPECT_EQ(j["ranks"][1]["pairs"][0]["step_us"], nullptr);  // NVIDIA's traces have no steps
   EXPECT_EQ(j["ranks"][1]["pairs"].size(), 4u);
   EXPECT_EQ(j["stragglers"], json::array({{{"side", "trace1"},
                                            {"pair", "rank2"},
@@ -601,6 +613,12 @@ TEST(Merge, RanksAndTheStragglerFromTheStatusFilesTimelines) {
   EXPECT_NE(html.out.find(">rank2 (straggler)</text>"), std::string::npos) << html.out;
   // A threshold above the slow rank's 1.30x: no straggler. One that is no number >= 0: usage.
   EXPECT_EQ(b.MergeJson(0, "--straggler-threshold 0.4")["stragglers"], json::array());
+  const RunResult no_straggler = b.Merge("--straggler-threshold 0.4");
+  EXPECT_NE(no_straggler.out.find(
+                "  AMD side: no straggler among 4 ranks (GPU computation 1.002 ms median, "
+                "1.300 ms at most; step time\n    0.152 ms median)\n"),
+            std::string::npos)
+      << no_straggler.out;
   for (const char* bad : {"nan", "inf", "-0.1", "0.1x"}) {
     RunResult r = b.Merge(StrCat("--straggler-threshold ", bad));
     EXPECT_EQ(r.exit_code, 2);
@@ -637,6 +655,8 @@ TEST(Merge, MalformedTimelinesFailTheirPair) {
        R"("duration_us" is -2.5, not a time)"},
       {"figure", [](json* t) { (*t)["devices"][1]["idle_us"] = -1; },
        R"("idle_us" is -1, not a time)"},
+      {"step", [](json* t) { (*t)["steps"]["median_span_us"] = -3; },
+       R"("median_span_us" is -3, not a time)"},
       {"sum",
        [](json* t) {
          for (json& d : (*t)["devices"]) d["span_us"] = 1.5e308;

@@ -12,13 +12,21 @@
 #define TRACEFUSE_GPU_TIMELINE_H_
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "tracefuse/parse.h"
 
 namespace tracefuse {
 
 // kTransferName is GpuActivity::name for a memcpy or memset.
 inline constexpr uint32_t kTransferName = UINT32_MAX;
+// kNoCorrelation is GpuActivity::correlation for an event without one.
+inline constexpr int64_t kNoCorrelation = INT64_MIN;
 
 // GpuActivity is one GPU event with a numeric ts and a dur >= 0: a kernel (`name` its name's
 // index, in the chunk's or the trace's names) or a transfer (kTransferName).
@@ -27,6 +35,7 @@ struct GpuActivity {
   int64_t end_ns = 0;
   int32_t device = 0;  // args.device, else the event's pid
   uint32_t name = kTransferName;
+  int64_t correlation = kNoCorrelation;
 };
 
 // GpuActivityKind is what an activity counts as: a kernel the rule set classifies as
@@ -75,10 +84,174 @@ class DeviceSweep {
   int64_t end_[kKinds] = {};  // the furthest end of each kind so far (at_ or before: none open)
 };
 
-// DeviceTimeline is one device's figures.
+// StepFigures is one profiler step's share of a device's time (ProfilerStep).
+struct StepFigures {
+  uint32_t step = 0;  // index into GpuTimeline::steps
+  GpuTimeFigures figures;
+};
+
+// DeviceTimeline is one device's figures, in all and per step (by step, those it ran in).
 struct DeviceTimeline {
   int32_t device = 0;
   GpuTimeFigures figures;
+  std::vector<StepFigures> steps;
+};
+
+// ProfilerStep is a step of the trace, as HTA counts it: a top-level step annotation
+// (IsStepAnnotation(); one that starts before the previous one ends is nested and not a step),
+// whose GPU activities are those whose launch (the runtime call of the same correlation id, the
+// first one in the trace) starts inside the annotation. Its GPU span runs from the first of them
+// to start to the last to end, over every device.
+struct ProfilerStep {
+  uint32_t name = 0;  // index into GpuTimeline::step_names
+  int64_t cpu_start_ns = 0;
+  int64_t cpu_end_ns = 0;
+  uint64_t activities = 0;
+  int64_t first_start_ns = 0;
+  int64_t last_end_ns = 0;
+
+  int64_t span_ns() const { return activities == 0 ? 0 : last_end_ns - first_start_ns; }
+};
+
+// kOutsideSteps is the step of an activity launched outside every step (StepTimeline).
+inline constexpr uint32_t kOutsideSteps = UINT32_MAX;
+
+// StepActivity is a GPU activity on its way to its step's sweep.
+struct StepActivity {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t correlation = kNoCorrelation;
+  int32_t device = 0;
+  GpuActivityKind kind = GpuActivityKind::kComputation;
+  uint32_t chunk = 0;  // the chunk it came in (StepTimeline's count)
+};
+
+// LaunchRun is a run of a device's activities, consecutive in start order, that share one launch
+// (a graph replay's kernels), swept on their own: `sweep`. The parallel stage makes them, so that
+// the serial stage places a run in its step at once.
+struct LaunchRun {
+  int64_t correlation = kNoCorrelation;
+  int32_t device = 0;
+  uint32_t begin = 0, end = 0;  // the run's activities, in the chunk's
+  DeviceSweep sweep;
+};
+
+// StepTimeline measures each device's time per profiler step as the trace arrives, in memory
+// bounded by the steps and by the GPU events that wait for their launches. CUPTI writes a kernel
+// a few events before its launch (roctracer after it): a device's events wait behind one whose
+// launch is not seen yet, until the next chunk's launches are in. One still not launched then
+// (its launch may not be in the trace) is set aside, to be swept when its launch comes, if that
+// is still in start order in its step (else the caller collects), or never. A step must come before
+// the launches inside it (Kineto writes its CPU side in start order, each step's annotation first),
+// and the first before the first launch; a trace without steps then costs a test per chunk. Launch
+// correlation ids are kept as runs of one step each (ids mostly increase) and one bit per id for
+// whether its launch was seen.
+class StepTimeline {
+ public:
+  // kMaxPending is how many activities may wait for their launches; more, and the caller
+  // collects the trace instead.
+  static constexpr size_t kMaxPending = size_t{1} << 20;
+
+  // kStreamedOpenSteps is how many of a device's steps are swept at once, streaming.
+  static constexpr size_t kStreamedOpenSteps = 8;
+
+  // `max_open_steps`: how many of a device's steps are swept at once; an activity of a step
+  // already closed makes AddActivity() fail (streaming); unlimited when collecting.
+  // `keep_figures`: keep each device's figures per step and the steps' names, else only the
+  // steps' GPU spans.
+  explicit StepTimeline(size_t max_open_steps = kStreamedOpenSteps, bool keep_figures = true)
+      : max_open_steps_(max_open_steps), keep_figures_(keep_figures) {}
+
+  // AddStep() takes a step annotation; false when it comes too late: it starts before the last
+  // step or at or before a launch already seen, or no step came before the first launch or
+  // activity (a late step could own them).
+  bool AddStep(std::string_view name, int64_t start_ns, int64_t end_ns);
+  // measuring() is false once the trace is known to have no steps before its launches.
+  bool measuring() const { return state_ != State::kNoSteps; }
+  // AddLaunch() takes a launch; a second launch of one correlation id is ignored.
+  void AddLaunch(int64_t ts_ns, int64_t correlation);
+  // NextChunk() starts the next chunk: call it before the chunk's steps and launches.
+  void NextChunk() { ++chunk_; }
+  // AddActivity() takes a device's next activity in start order: swept when its launch is seen
+  // and none waits before it, else waiting; false when it starts before the device's previous
+  // one, or belongs to a step already closed.
+  bool AddActivity(const StepActivity& a);
+  // AddRun() takes a device's next activities, `run`'s (of `activities`, the chunk's), as
+  // AddActivity() does each, but whole where they join their step's sweep after its end.
+  bool AddRun(const LaunchRun& run, const std::vector<StepActivity>& activities);
+  // Release() sweeps the waiting activities whose launches are now seen, in start order, and sets
+  // aside those that waited through a chunk; false when one is out of order in its step.
+  bool Release();
+  size_t pending() const { return pending_; }
+  // Finish() gives each device's figures per step (activities whose launch never came count in
+  // no step) and the steps, with their names; each device of `devices` must be listed already.
+  // False when an activity fails as in AddActivity().
+  bool Finish(std::vector<DeviceTimeline>* devices, std::vector<ProfilerStep>* steps,
+              InternedStrings* step_names);
+
+ private:
+  enum class State : uint8_t { kSteps, kNoSteps, kTracking };
+  struct Run {  // launches [first, last] (ids between them unseen or of this step)
+    int64_t first = 0, last = 0;
+    uint32_t step = 0;
+  };
+  struct Device {
+    int32_t device = 0;
+    bool any = false;
+    int64_t last_start_ns = 0;
+    std::deque<StepActivity> queue;  // waiting, in start order, the first not launched yet
+    std::vector<std::pair<uint32_t, DeviceSweep>> open;  // by step
+    std::vector<StepFigures> closed;
+    bool any_closed = false;
+    uint32_t closed_up_to = 0;  // the highest closed step
+  };
+
+  void Track();  // leaves kSteps: orders the steps, drops nested ones
+  uint32_t StepAt(int64_t ts_ns);
+  // Seen() says whether the launch of `correlation` was seen; MarkSeen() marks it, false when it
+  // was already.
+  bool Seen(int64_t correlation);
+  bool MarkSeen(int64_t correlation);
+  uint64_t* SeenPage(int64_t correlation, bool add);
+  // StepOfSeen() is a seen launch's step, kOutsideSteps outside steps.
+  uint32_t StepOfSeen(int64_t correlation);
+  Device& DeviceOf(int32_t device);
+  bool Sweep(Device* d, const StepActivity& a, uint32_t step);
+  // OpenSweep() is the sweep of `step` on `d`, opened if need be; null when the step is closed.
+  DeviceSweep* OpenSweep(Device* d, uint32_t step);
+  void Close(Device* d, size_t open_index);
+
+  size_t max_open_steps_;
+  bool keep_figures_;
+  State state_ = State::kSteps;
+  // The last activity's launch and step, and the sweep it went to: a graph replay's kernels
+  // share one launch.
+  int64_t last_correlation_ = kNoCorrelation;
+  uint32_t last_step_ = kOutsideSteps;
+  int32_t last_device_ = 0;
+  DeviceSweep* last_sweep_ = nullptr;
+  std::vector<ProfilerStep> steps_;
+  InternedStrings names_;
+  size_t step_cursor_ = 0;
+  bool any_launch_ = false;
+  int64_t last_launch_ns_ = 0;         // the latest launch seen
+  int64_t last_correlation_seen_ = 0;  // the highest launch correlation seen
+  std::vector<Run> runs_;              // by first
+  size_t run_cursor_ = 0;
+  static constexpr int kPageBits = 12;  // ids per page of seen_
+  absl::flat_hash_map<int64_t, std::unique_ptr<uint64_t[]>> seen_;
+  int64_t last_page_id_ = 0;
+  uint64_t* last_page_ = nullptr;
+  std::vector<Device> devices_;
+  size_t device_cursor_ = 0;
+  size_t pending_ = 0;
+  uint32_t chunk_ = 0;
+  // Activities not launched a chunk later, or launched by an id below the launches seen (the
+  // launch may not be in the trace), by correlation id; those whose launch came since, in order.
+  std::vector<StepActivity> aside_;
+  int64_t aside_max_correlation_ = INT64_MIN;
+  std::vector<StepActivity> launched_aside_;
+  void SetAside(const StepActivity& a);
 };
 
 // GpuTimelinePath is how a trace's GPU timeline was measured.
@@ -107,7 +280,24 @@ struct GpuTimeline {
   std::vector<Collective> collectives;
   // Kernel, memcpy and memset events left out: ts or dur missing or not a number, or dur < 0.
   uint64_t events_skipped = 0;
+  // The profiler steps, in start order (none when the trace has no step annotations).
+  std::vector<ProfilerStep> steps;
+  InternedStrings step_names;
+  // Step annotations left out: ts or dur missing or not a number, or dur < 0.
+  uint64_t steps_skipped = 0;
 };
+
+// StepSpans is how long a trace's steps took on the GPU: the median, shortest and longest GPU span
+// (ProfilerStep::span_ns()) of the steps that ran an activity. The median of an even count is the
+// mean of the two middle spans, rounded down to the nanosecond.
+struct StepSpans {
+  size_t steps = 0;            // every step
+  size_t with_activities = 0;  // those the figures are of
+  int64_t median_ns = 0;
+  int64_t min_ns = 0;
+  int64_t max_ns = 0;
+};
+StepSpans StepSpansOf(const GpuTimeline& timeline);
 
 // SweepCollected() sorts `activities` by device and start and sweeps them; `kind_of_name` gives a
 // kernel's kind from its name index.
@@ -131,7 +321,7 @@ std::vector<DeviceTimeline> SweepCollected(std::vector<GpuActivity> activities,
     sweep.Add(a.start_ns, a.end_ns,
               a.name == kTransferName ? GpuActivityKind::kMemcpy : kind_of_name(a.name));
     if (i + 1 == activities.size() || activities[i + 1].device != a.device) {
-      devices.push_back(DeviceTimeline{a.device, sweep.Figures()});
+      devices.push_back(DeviceTimeline{a.device, sweep.Figures(), {}});
       sweep = DeviceSweep();
     }
   }

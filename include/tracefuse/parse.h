@@ -48,7 +48,25 @@ struct KernelEvent {
 struct GpuTransfer {
   int64_t ts_ns = 0;
   int64_t dur_ns = 0;
+  int64_t correlation = 0;
   int32_t device = -1;  // as KernelEvent::device
+  bool has_correlation = false;
+};
+
+// Launch is a runtime or driver call with a correlation id and a numeric ts: what gives the GPU
+// events of the same correlation their profiler step (gpu_timeline.h). Read in every command.
+struct Launch {
+  int64_t ts_ns = 0;
+  int64_t correlation = 0;
+};
+
+// StepAnnotation is an event that marks a profiler step (IsStepAnnotation(): a user_annotation,
+// or a ProfilerStep#N cpu_op in 2021-era traces), with a numeric ts and dur; `name` indexes
+// ParsedChunk::step_names.
+struct StepAnnotation {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  uint32_t name = 0;
 };
 
 // HostOpKind is what a CPU-side event is to the op-level comparison (op_tree.h), in the order
@@ -158,6 +176,12 @@ struct ParsedChunk {
   // are counted, not kept.
   std::vector<GpuTransfer> transfers;
   uint64_t transfers_with_bad_times = 0;
+  // Launches and step annotations, in trace order; step annotations whose ts or dur was missing
+  // or not a number are counted, not kept.
+  std::vector<Launch> launches;
+  std::vector<StepAnnotation> steps;
+  InternedStrings step_names;
+  uint64_t steps_with_bad_times = 0;
   EventEvidence evidence;
   HostActivity host;  // empty unless ParseOptions::host_activity
   // Host events (ops, annotations, module frames, runtime calls) whose ts or dur was missing or

@@ -44,6 +44,9 @@ struct PipelineOptions {
   // Read the CPU side (ops, annotations, module frames, runtime calls: TraceProfile::host), for
   // the op-level comparison.
   bool host_activity = false;
+  // Keep each device's figures per profiler step, and the steps' names (GpuTimeline; `stats
+  // --format json` lists them); else only each step's GPU span, 48 bytes a step.
+  bool step_figures = false;
   // Nest the CPU side as it arrives (CpuSideStream), falling back to the any-order path per
   // trace (op_tree.h); false: the any-order path, 32 bytes per CPU event, for every trace.
   bool stream_cpu_side = true;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,10 +24,13 @@ struct RankFigures {
   double computation_us = 0;
   double exposed_communication_us = 0;
   double idle_us = 0;
+  // The step time: the median GPU span of the trace's profiler steps (StepSpans), none without.
+  std::optional<double> step_us;
 };
 
 // ForEachRankFigure() calls visit(key, &figure) for each figure of `figures` (a RankFigures,
-// const or not), by its key in the status files' devices and in merge's JSON, in that order.
+// const or not) summed over devices, by its key in the status files' devices and in merge's
+// JSON, in that order: all but step_us.
 template <typename Figures, typename Visit>
 void ForEachRankFigure(Figures& figures, Visit&& visit) {
   visit("span_us", &figures.span_us);

@@ -155,6 +155,10 @@ struct ChunkSummary {
   std::vector<GpuActivityKind> name_kinds;                     // per name of the chunk
   std::vector<std::pair<int32_t, DeviceSweep>> device_sweeps;  // by device
   uint64_t gpu_events_skipped = 0;                             // GpuTimeline::events_skipped
+  // The same activities for the steps' sweeps (with their launches' correlation ids and kinds),
+  // and their runs that share a launch, each swept here (StepTimeline::AddRun()).
+  std::vector<StepActivity> step_activities;
+  std::vector<LaunchRun> launch_runs;
 
   // Summarize() replaces the summary with `chunk`'s; `kernel_groups`: fill kernel_group;
   // `name_rules`: the rule of each of the chunk's names, by `classifier`.
@@ -343,9 +347,11 @@ class TraceReducer {
   };
   // `keep_kernel_records`: whether to keep the per-kernel stream (the fusion analysis needs it);
   // per-name, per-category and per-group totals are kept either way.
+  // `step_figures`: keep each device's figures per step (PipelineOptions::step_figures).
   TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records = true,
                CpuSideReading cpu_side = CpuSideReading::kCollect,
-               GpuTimelineReading gpu_timeline = GpuTimelineReading::kStream);
+               GpuTimelineReading gpu_timeline = GpuTimelineReading::kStream,
+               bool step_figures = false);
   // Not copied: the name index refers to the profile's names.
   TraceReducer(const TraceReducer&) = delete;
   TraceReducer& operator=(const TraceReducer&) = delete;
@@ -380,7 +386,12 @@ class TraceReducer {
   GpuTimelineReading gpu_reading_;
   std::vector<bool> name_communicates_;  // per name: whether its kernels are Communication
   std::vector<std::pair<int32_t, DeviceSweep>> sweeps_;  // kStream: per device, few
-  std::vector<GpuActivity> collected_gpu_;               // kCollect: names are the trace's
+  bool step_figures_;
+  StepTimeline step_timeline_;                   // kStream
+  std::vector<GpuActivity> collected_gpu_;       // kCollect: names are the trace's
+  std::vector<Launch> collected_launches_;       // kCollect
+  std::vector<StepAnnotation> collected_steps_;  // kCollect, named in collected_step_names_
+  InternedStrings collected_step_names_;
 
   void ConsumeHost(const ParsedChunk& chunk, uint64_t first_position);
   void ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summary);
@@ -388,8 +399,15 @@ class TraceReducer {
   // SweepEach() sweeps `device`'s activities of the chunk one by one; false when one is out of
   // order.
   bool SweepEach(const ChunkSummary& summary, int32_t device, DeviceSweep* sweep);
+  // ConsumeSteps() gives the chunk's activities to their steps' sweeps; false when they come
+  // out of order.
+  bool ConsumeSteps(const ParsedChunk& chunk, const ChunkSummary& summary,
+                    std::string* out_of_order);
+  // ReadGpuTimelineAgain() gives up streaming the timeline, for `reason`.
+  void ReadGpuTimelineAgain(std::string reason);
   // FinishGpuTimeline() gives the figures, once names have their final rules.
   void FinishGpuTimeline();
+  void FinishCollectedGpuTimeline(const std::vector<bool>& communicates);
   void CollectHost(const ParsedChunk& chunk, uint64_t first_position);
 };
 

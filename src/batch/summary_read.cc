@@ -249,9 +249,10 @@ class TimelineReader {
     RankTimeline timeline;
     simdjson::error_code err = ForEachKey(v, failed_key_, [&](std::string_view key, od::value f) {
       if (key == "devices") {
-        timeline.figures = RankFigures();
+        ForEachRankFigure(timeline.figures, [](std::string_view, double* sum) { *sum = 0; });
         return ForEachElement(f, [&](od::value device) { return Device(device, &timeline); });
       }
+      if (key == "steps") return Steps(f, &timeline.figures.step_us);
       return key == "collectives" ? Collectives(f, &timeline) : simdjson::SUCCESS;
     });
     if (err) return err;
@@ -275,6 +276,14 @@ class TimelineReader {
       simdjson::error_code err = Time(figure, key, &us);
       *into += us;
       return err;
+    });
+  }
+
+  // Steps() reads the step time, the steps' "median_span_us" (null without steps).
+  simdjson::error_code Steps(od::value v, std::optional<double>* step_us) {
+    return ForEachKey(v, failed_key_, [&](std::string_view key, od::value median) {
+      if (key != "median_span_us" || IsNull(median)) return simdjson::SUCCESS;
+      return Time(median, key, &step_us->emplace());
     });
   }
 

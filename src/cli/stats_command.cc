@@ -15,6 +15,7 @@ int RunStats(const StatsArgs& a) {
   int exit_code = kExitOk;
   OneTraceArgs reading = a;
   reading.pipeline.host_activity = a.by_op;
+  reading.pipeline.step_figures = a.format == "json";  // it lists every step
   std::optional<TraceProfile> profile = ProfileOne(reading, &exit_code);
   if (!profile) return exit_code;
   CpuSideStats cpu_side;

@@ -16,8 +16,8 @@ constexpr char kHeader[] =
     "trace2_gpu,trace1_kernels,trace2_kernels,trace1_kernel_time_us,trace2_kernel_time_us,"
     "kernel_time_ratio,matched_groups,rule_set,elapsed_seconds,peak_rss_bytes,host,"
     "trace1_computation_us,trace2_computation_us,trace1_exposed_communication_us,"
-    "trace2_exposed_communication_us,trace1_idle_us,trace2_idle_us,trace1_wait_us,"
-    "trace2_wait_us";
+    "trace2_exposed_communication_us,trace1_idle_us,trace2_idle_us,trace1_step_us,"
+    "trace2_step_us,trace1_wait_us,trace2_wait_us";
 
 template <typename T>
 std::string Optional(const std::optional<T>& v) {
@@ -40,21 +40,22 @@ std::string ReportColumns(const MergedPair& p) {
 using WaitsByPair = PerSide<std::map<std::string, double>>;
 
 std::string TimelineColumns(const WaitsByPair& waits, const MergedPair& p) {
-  PerSide<std::string> computation, exposed, idle, wait;
+  PerSide<std::string> computation, exposed, idle, step, wait;
   for (Side s : kSides) {
     const std::optional<RankTimeline>& t = p.traces[s].timeline;
     if (!t) continue;
     computation[s] = CsvNumber(SummedMicros(t->figures.computation_us));
     exposed[s] = CsvNumber(SummedMicros(t->figures.exposed_communication_us));
     idle[s] = CsvNumber(SummedMicros(t->figures.idle_us));
+    if (t->figures.step_us) step[s] = CsvNumber(SummedMicros(*t->figures.step_us));
     const std::map<std::string, double>& side = waits[p.sides_swapped ? Opposite(s) : s];
     if (auto it = side.find(p.label); it != side.end())
       wait[s] = CsvNumber(SummedMicros(it->second));
   }
-  return fmt::format(",{},{},{},{},{},{},{},{}", computation[Side::kTrace1],
+  return fmt::format(",{},{},{},{},{},{},{},{},{},{}", computation[Side::kTrace1],
                      computation[Side::kTrace2], exposed[Side::kTrace1], exposed[Side::kTrace2],
-                     idle[Side::kTrace1], idle[Side::kTrace2], wait[Side::kTrace1],
-                     wait[Side::kTrace2]);
+                     idle[Side::kTrace1], idle[Side::kTrace2], step[Side::kTrace1],
+                     step[Side::kTrace2], wait[Side::kTrace1], wait[Side::kTrace2]);
 }
 
 // The top opportunities' columns, empty past the pair's last one.

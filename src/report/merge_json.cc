@@ -155,9 +155,15 @@ std::string NoStragglerText(const MergeSummary& s, Side side) {
   for (const RankWait& r : ranks) computation.push_back(r.figures.computation_us);
   const double most = *std::max_element(computation.begin(), computation.end());
   const std::string_view matched = ranks.front().collectives == 0 ? "no collective matched, " : "";
+  std::vector<double> steps;
+  for (const RankWait& r : ranks) {
+    if (r.figures.step_us) steps.push_back(*r.figures.step_us);
+  }
+  const std::string step =
+      steps.empty() ? "" : StrCat("; step time ", MillisOfMicros(Median(steps)), " ms median");
   return StrCat(head, "no straggler among ", ranks.size(), " ranks (", matched, "GPU computation ",
                 MillisOfMicros(Median(computation)), " ms median, ", MillisOfMicros(most),
-                " ms at most)");
+                " ms at most", step, ")");
 }
 
 double Disparity(const MergedPair& p) {
@@ -197,6 +203,8 @@ Json RanksJson(const MergeSummary& s) {
       Json pair = {{"pair", r.pair}};
       ForEachRankFigure(r.figures,
                         [&](const char* key, const double* us) { pair[key] = SummedMicros(*us); });
+      pair["step_us"] = nullptr;
+      if (r.figures.step_us) pair["step_us"] = SummedMicros(*r.figures.step_us);
       pair["wait_us"] = SummedMicros(r.wait_us);
       pair["collectives"] = r.collectives;
       pairs.push_back(std::move(pair));

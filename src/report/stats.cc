@@ -90,7 +90,7 @@ Json StatsJson(const TraceProfile& p, double elapsed) {
   }
   j["rule_set"] = p.classifier->rule_set().name();
   j["categories"] = CategoriesJson(p);
-  j["gpu_timeline"] = GpuTimelineJson(p);
+  j["gpu_timeline"] = GpuTimelineJson(p, /*each_step=*/true);
   j["elapsed_seconds"] = elapsed;
   j["gb_per_second"] = GbPerSecond(p, elapsed);
   j["cpu_seconds"] = StageCpuJson(p.cpu_seconds);

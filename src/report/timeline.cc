@@ -40,9 +40,31 @@ void ForEachFigure(const GpuTimeFigures& g, F&& f) {
   f("idle", g.idle_ns());
 }
 
+// FiguresJson() adds "activities", "span_us" and the figures of `g` to `j`.
+void AddFiguresJson(const GpuTimeFigures& g, Json* j) {
+  (*j)["activities"] = g.activities;
+  (*j)["span_us"] = Micros(g.span_ns());
+  ForEachFigure(g, [&](const char* name, int64_t ns) { (*j)[StrCat(name, "_us")] = Micros(ns); });
+}
+
+Json StepSpansJson(const GpuTimeline& t) {
+  const StepSpans spans = StepSpansOf(t);
+  Json j = Json::object();
+  j["count"] = spans.steps;
+  j["skipped"] = t.steps_skipped;
+  j["with_activities"] = spans.with_activities;
+  for (auto [key, ns] :
+       {std::pair{"median_span_us", spans.median_ns}, std::pair{"min_span_us", spans.min_ns},
+        std::pair{"max_span_us", spans.max_ns}}) {
+    j[key] = nullptr;
+    if (spans.with_activities > 0) j[key] = Micros(ns);
+  }
+  return j;
+}
+
 }  // namespace
 
-Json GpuTimelineJson(const TraceProfile& p) {
+Json GpuTimelineJson(const TraceProfile& p, bool each_step) {
   const GpuTimeline& t = p.gpu_timeline;
   Json j = Json::object();
   j["path"] = PathName(t.path);
@@ -51,14 +73,22 @@ Json GpuTimelineJson(const TraceProfile& p) {
   j["events_skipped"] = t.events_skipped;
   j["communication_category"] = nullptr;
   if (std::optional<std::string> c = CommunicationCategory(p)) j["communication_category"] = *c;
+  j["steps"] = StepSpansJson(t);
   Json devices = Json::array();
   for (const DeviceTimeline& d : t.devices) {
     Json device = Json::object();
     device["device"] = d.device;
-    device["activities"] = d.figures.activities;
-    device["span_us"] = Micros(d.figures.span_ns());
-    ForEachFigure(d.figures,
-                  [&](const char* name, int64_t ns) { device[StrCat(name, "_us")] = Micros(ns); });
+    AddFiguresJson(d.figures, &device);
+    if (each_step) {
+      Json steps = Json::array();
+      for (const StepFigures& s : d.steps) {
+        Json step = Json::object();
+        step["step"] = std::string(t.step_names[t.steps[s.step].name]);
+        AddFiguresJson(s.figures, &step);
+        steps.push_back(std::move(step));
+      }
+      device["steps"] = std::move(steps);
+    }
     devices.push_back(std::move(device));
   }
   j["devices"] = std::move(devices);
@@ -105,6 +135,19 @@ std::string GpuTimelineText(const TraceProfile& p) {
                      share(g.communication_ns), share(g.exposed_communication_ns),
                      share(g.memcpy_ns), share(g.exposed_memcpy_ns), share(g.idle_ns())));
   }
+  if (const StepSpans spans = StepSpansOf(t); spans.steps > 0) {
+    std::string steps = StrCat(Thousands(spans.steps), spans.steps == 1 ? " step" : " steps");
+    if (spans.with_activities > 0) {
+      steps += fmt::format(": GPU span median {} ms (shortest {}, longest {})",
+                           MillisText(spans.median_ns), MillisText(spans.min_ns),
+                           MillisText(spans.max_ns));
+    }
+    if (spans.with_activities < spans.steps) {
+      steps += StrCat("; ", Thousands(spans.steps - spans.with_activities), " ran no GPU event");
+    }
+    line("  steps", steps);
+  }
+  if (t.steps_skipped > 0) line("  steps skipped", Thousands(t.steps_skipped));
   if (t.events_skipped > 0) line("  gpu events skipped", Thousands(t.events_skipped));
   return out;
 }
@@ -159,6 +202,18 @@ std::string GpuTimelineSection(const PerSide<const TraceProfile*>& traces,
   row("memcpy", x.memcpy_ns, y.memcpy_ns);
   row("exposed memcpy", x.exposed_memcpy_ns, y.exposed_memcpy_ns);
   row("idle", x.idle_ns(), y.idle_ns());
+  const PerSide<StepSpans> spans{StepSpansOf(traces[Side::kTrace1]->gpu_timeline),
+                                 StepSpansOf(traces[Side::kTrace2]->gpu_timeline)};
+  if (spans[Side::kTrace1].with_activities > 0 || spans[Side::kTrace2].with_activities > 0) {
+    auto step_cell = [&](Side s) {
+      return spans[s].with_activities > 0 ? MillisText(spans[s].median_ns) : std::string("-");
+    };
+    const std::string figure = "step (median GPU span)";
+    line(markdown ? fmt::format("| {} | {} | | {} | |", figure, step_cell(Side::kTrace1),
+                                step_cell(Side::kTrace2))
+                  : fmt::format("  {:<24}{:>12}{:>9}{:>14}", figure, step_cell(Side::kTrace1), "",
+                                step_cell(Side::kTrace2)));
+  }
   for (Side s : kSides) {
     const GpuTimeline& t = traces[s]->gpu_timeline;
     if (t.devices.size() > 1) {
