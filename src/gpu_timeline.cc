@@ -260,13 +260,17 @@ bool StepTimeline::AddActivity(const StepActivity& a) {
   return true;
 }
 
-bool StepTimeline::AddRun(const LaunchRun& run, const std::vector<StepActivity>& activities) {
+bool StepTimeline::AddRun(const LaunchRun& run, const std::vector<GpuActivity>& activities,
+                          const std::vector<GpuActivityKind>& name_kinds) {
   Track();
   if (state_ == State::kNoSteps || run.correlation == kNoCorrelation) return true;
   Device& d = DeviceOf(run.device);
   if (!d.queue.empty() || !Seen(run.correlation)) {
     for (uint32_t i = run.begin; i < run.end; ++i) {
-      if (!AddActivity(activities[i])) return false;
+      const GpuActivity& a = activities[i];
+      const StepActivity step_activity{a.start_ns, a.end_ns, a.correlation, a.device,
+                                       KindOf(a, name_kinds)};
+      if (!AddActivity(step_activity)) return false;
     }
     return true;
   }
@@ -278,7 +282,8 @@ bool StepTimeline::AddRun(const LaunchRun& run, const std::vector<StepActivity>&
   if (sweep == nullptr) return false;
   if (sweep->Append(run.sweep)) return true;
   for (uint32_t i = run.begin; i < run.end; ++i) {
-    if (!sweep->Add(activities[i].start_ns, activities[i].end_ns, activities[i].kind)) return false;
+    const GpuActivity& a = activities[i];
+    if (!sweep->Add(a.start_ns, a.end_ns, KindOf(a, name_kinds))) return false;
   }
   return true;
 }

@@ -145,24 +145,26 @@ void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk, const Classifier& clas
     }
   }
   SortByDeviceAndStart(&gpu, kernels);
-  device_sweeps.clear();
-  step_activities.clear();
   launch_runs.clear();
   for (size_t i = 0; i < gpu.size(); ++i) {
     const GpuActivity& a = gpu[i];
-    const GpuActivityKind kind =
-        a.name == kTransferName ? GpuActivityKind::kMemcpy : name_kinds[a.name];
-    if (i == 0 || gpu[i - 1].device != a.device)
-      device_sweeps.emplace_back(a.device, DeviceSweep());
-    device_sweeps.back().second.Add(a.start_ns, a.end_ns, kind);
-    step_activities.push_back(StepActivity{a.start_ns, a.end_ns, a.correlation, a.device, kind});
     LaunchRun* run = launch_runs.empty() ? nullptr : &launch_runs.back();
     if (run == nullptr || run->device != a.device || run->correlation != a.correlation) {
       const auto at = static_cast<uint32_t>(i);
       run = &launch_runs.emplace_back(LaunchRun{a.correlation, a.device, at, at, DeviceSweep()});
     }
-    run->sweep.Add(a.start_ns, a.end_ns, kind);
+    run->sweep.Add(a.start_ns, a.end_ns, KindOf(a, name_kinds));
     ++run->end;
+  }
+  // Each device's sweep from its runs': whole where a run starts after the ones before it end.
+  device_sweeps.clear();
+  for (const LaunchRun& run : launch_runs) {
+    if (device_sweeps.empty() || device_sweeps.back().first != run.device)
+      device_sweeps.emplace_back(run.device, DeviceSweep());
+    DeviceSweep& sweep = device_sweeps.back().second;
+    if (sweep.Append(run.sweep)) continue;
+    for (uint32_t i = run.begin; i < run.end; ++i)
+      sweep.Add(gpu[i].start_ns, gpu[i].end_ns, KindOf(gpu[i], name_kinds));
   }
 }
 
@@ -320,9 +322,9 @@ std::vector<bool> CommunicatesByName(const TraceProfile& p) {
   return communicates;
 }
 
-// KindOf() is a kernel's kind by its name (`communicates`: CommunicatesByName()); transfers
+// KernelKind() is a kernel's kind by its name (`communicates`: CommunicatesByName()); transfers
 // never reach it.
-GpuActivityKind KindOf(uint32_t name, const std::vector<bool>& communicates) {
+GpuActivityKind KernelKind(uint32_t name, const std::vector<bool>& communicates) {
   return communicates[name] ? GpuActivityKind::kCommunication : GpuActivityKind::kComputation;
 }
 
@@ -386,7 +388,7 @@ bool TraceReducer::ConsumeSteps(const ParsedChunk& chunk, const ChunkSummary& su
   }
   if (summary.gpu.empty() || !step_timeline_.measuring()) return true;
   for (const LaunchRun& run : summary.launch_runs) {
-    if (!step_timeline_.AddRun(run, summary.step_activities)) {
+    if (!step_timeline_.AddRun(run, summary.gpu, summary.name_kinds)) {
       *out_of_order = StrCat("device ", run.device, "'s steps are out of start order");
       return false;
     }
@@ -468,7 +470,7 @@ void TraceReducer::FinishCollectedGpuTimeline(const std::vector<bool>& communica
     steps.AddLaunch(launch.ts_ns, launch.correlation);
   for (const GpuActivity& a : collected_gpu_) {
     const GpuActivityKind kind =
-        a.name == kTransferName ? GpuActivityKind::kMemcpy : KindOf(a.name, communicates);
+        a.name == kTransferName ? GpuActivityKind::kMemcpy : KernelKind(a.name, communicates);
     if (kind == GpuActivityKind::kCommunication) {
       timeline.collectives.push_back(
           Collective{a.start_ns, a.end_ns - a.start_ns, a.device, a.name});
@@ -476,7 +478,7 @@ void TraceReducer::FinishCollectedGpuTimeline(const std::vector<bool>& communica
     steps.AddActivity(StepActivity{a.start_ns, a.end_ns, a.correlation, a.device, kind});
   }
   timeline.devices = SweepCollected(std::move(collected_gpu_),
-                                    [&](uint32_t name) { return KindOf(name, communicates); });
+                                    [&](uint32_t name) { return KernelKind(name, communicates); });
   steps.Finish(&timeline.devices, &timeline.steps, &timeline.step_names);
   collected_gpu_ = {};
   collected_launches_ = {};

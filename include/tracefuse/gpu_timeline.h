@@ -126,6 +126,12 @@ struct StepActivity {
   uint32_t chunk = 0;  // the chunk it came in (StepTimeline's count)
 };
 
+// KindOf() is an activity's kind, a kernel's by its name (`name_kinds`: per name).
+inline GpuActivityKind KindOf(const GpuActivity& a,
+                              const std::vector<GpuActivityKind>& name_kinds) {
+  return a.name == kTransferName ? GpuActivityKind::kMemcpy : name_kinds[a.name];
+}
+
 // LaunchRun is a run of a device's activities, consecutive in start order, that share one launch
 // (a graph replay's kernels), swept on their own: `sweep`. The parallel stage makes them, so that
 // the serial stage places a run in its step at once.
@@ -176,9 +182,11 @@ class StepTimeline {
   // and none waits before it, else waiting; false when it starts before the device's previous
   // one, or belongs to a step already closed.
   bool AddActivity(const StepActivity& a);
-  // AddRun() takes a device's next activities, `run`'s (of `activities`, the chunk's), as
-  // AddActivity() does each, but whole where they join their step's sweep after its end.
-  bool AddRun(const LaunchRun& run, const std::vector<StepActivity>& activities);
+  // AddRun() takes a device's next activities, `run`'s (of `activities`, the chunk's, kernels
+  // named in `name_kinds`), as AddActivity() does each, but whole where they join their step's
+  // sweep after its end.
+  bool AddRun(const LaunchRun& run, const std::vector<GpuActivity>& activities,
+              const std::vector<GpuActivityKind>& name_kinds);
   // Release() sweeps the waiting activities whose launches are now seen, in start order, and sets
   // aside those that waited through a chunk; false when one is out of order in its step.
   bool Release();

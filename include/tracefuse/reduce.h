@@ -155,9 +155,7 @@ struct ChunkSummary {
   std::vector<GpuActivityKind> name_kinds;                     // per name of the chunk
   std::vector<std::pair<int32_t, DeviceSweep>> device_sweeps;  // by device
   uint64_t gpu_events_skipped = 0;                             // GpuTimeline::events_skipped
-  // The same activities for the steps' sweeps (with their launches' correlation ids and kinds),
-  // and their runs that share a launch, each swept here (StepTimeline::AddRun()).
-  std::vector<StepActivity> step_activities;
+  // The activities' runs that share a launch, each swept here (StepTimeline::AddRun()).
   std::vector<LaunchRun> launch_runs;
 
   // Summarize() replaces the summary with `chunk`'s; `kernel_groups`: fill kernel_group;
