@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <numeric>
 
 namespace tracefuse {
 
@@ -99,7 +100,8 @@ bool StepTimeline::AddStep(std::string_view name, int64_t start_ns, int64_t end_
     }
     if (start_ns < last.cpu_start_ns || (any_launch_ && start_ns <= last_launch_ns_)) return false;
   }
-  steps_.push_back(ProfilerStep{keep_figures_ ? names_.Append(name) : 0, start_ns, end_ns});
+  steps_.push_back(ProfilerStep{start_ns, end_ns});
+  if (keep_figures_) name_of_.push_back(names_.Append(name));
   return true;
 }
 
@@ -110,15 +112,22 @@ void StepTimeline::Track() {
     return;
   }
   // By start, the longer first, so that a nested step comes after the one around it.
-  std::stable_sort(steps_.begin(), steps_.end(), [](const ProfilerStep& a, const ProfilerStep& b) {
-    return a.cpu_start_ns != b.cpu_start_ns ? a.cpu_start_ns < b.cpu_start_ns
-                                            : a.cpu_end_ns > b.cpu_end_ns;
+  std::vector<uint32_t> order(steps_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const ProfilerStep &x = steps_[a], &y = steps_[b];
+    return x.cpu_start_ns != y.cpu_start_ns ? x.cpu_start_ns < y.cpu_start_ns
+                                            : x.cpu_end_ns > y.cpu_end_ns;
   });
   std::vector<ProfilerStep> top_level;
-  for (const ProfilerStep& s : steps_) {
-    if (top_level.empty() || s.cpu_start_ns >= top_level.back().cpu_end_ns) top_level.push_back(s);
+  std::vector<uint32_t> top_level_names;
+  for (uint32_t i : order) {
+    if (!top_level.empty() && steps_[i].cpu_start_ns < top_level.back().cpu_end_ns) continue;
+    top_level.push_back(steps_[i]);
+    if (keep_figures_) top_level_names.push_back(name_of_[i]);
   }
   steps_ = std::move(top_level);
+  name_of_ = std::move(top_level_names);
   state_ = State::kTracking;
 }
 
@@ -166,9 +175,12 @@ bool StepTimeline::MarkSeen(int64_t correlation) {
   return true;
 }
 
-void StepTimeline::AddLaunch(int64_t ts_ns, int64_t correlation) {
+bool StepTimeline::AddLaunch(int64_t ts_ns, int64_t correlation) {
   Track();
-  if (state_ == State::kNoSteps || correlation == kNoCorrelation || !MarkSeen(correlation)) return;
+  if (state_ == State::kNoSteps || correlation == kNoCorrelation || !MarkSeen(correlation)) {
+    return true;
+  }
+  if (Dropped(correlation)) return false;
   if (correlation <= aside_max_correlation_) {
     const auto [first, last] = std::equal_range(
         aside_.begin(), aside_.end(), StepActivity{0, 0, correlation},
@@ -176,42 +188,45 @@ void StepTimeline::AddLaunch(int64_t ts_ns, int64_t correlation) {
     launched_aside_.insert(launched_aside_.end(), first, last);
     aside_.erase(first, last);
   }
+  const bool highest = !any_launch_ || correlation > last_correlation_seen_;
   last_launch_ns_ = any_launch_ ? std::max(last_launch_ns_, ts_ns) : ts_ns;
-  last_correlation_seen_ =
-      any_launch_ ? std::max(last_correlation_seen_, correlation) : correlation;
+  last_correlation_seen_ = highest ? correlation : last_correlation_seen_;
   any_launch_ = true;
   const uint32_t step = StepAt(ts_ns);
-  if (runs_.empty() || correlation > runs_.back().last) {
-    if (!runs_.empty() && runs_.back().step == step) {
-      runs_.back().last = correlation;
-    } else {
-      runs_.push_back(Run{correlation, correlation, step});
-    }
-    return;
+  if (highest) {
+    if (runs_.empty() || runs_.back().step != step) runs_.push_back(Run{correlation, step});
+    return true;
   }
-  // Another thread's launch, behind the last one: inside a run, or between two.
+  // Another thread's launch, behind the highest: before every run, or inside one.
   run_cursor_ = 0;
   const auto after = std::upper_bound(runs_.begin(), runs_.end(), correlation,
                                       [](int64_t c, const Run& r) { return c < r.first; });
-  if (after == runs_.begin() || std::prev(after)->last < correlation) {
-    runs_.insert(after, Run{correlation, correlation, step});
-    return;
+  if (after == runs_.begin()) {
+    if (after->step == step) {
+      after->first = correlation;
+    } else {
+      runs_.insert(after, Run{correlation, step});
+    }
+    return true;
   }
   const auto around = std::prev(after);
-  if (around->step == step) return;
-  const Run before{around->first, correlation - 1, around->step};
-  const Run rest{correlation + 1, around->last, around->step};
-  std::vector<Run> parts;
-  if (before.first <= before.last) parts.push_back(before);
-  parts.push_back(Run{correlation, correlation, step});
-  if (rest.first <= rest.last) parts.push_back(rest);
+  if (around->step == step) return true;
+  Run parts[3];
+  size_t count = 0;
+  if (around->first < correlation) parts[count++] = *around;
+  parts[count++] = Run{correlation, step};
+  if (after == runs_.end() || correlation + 1 < after->first) {
+    parts[count++] = Run{correlation + 1, around->step};
+  }
   const auto at = runs_.erase(around);
-  runs_.insert(at, parts.begin(), parts.end());
+  runs_.insert(at, parts, parts + count);
+  return true;
 }
 
 uint32_t StepTimeline::StepOfSeen(int64_t correlation) {
   auto contains = [&](size_t i) {
-    return runs_[i].first <= correlation && correlation <= runs_[i].last;
+    return runs_[i].first <= correlation &&
+           (i + 1 == runs_.size() || correlation < runs_[i + 1].first);
   };
   if (run_cursor_ < runs_.size() && contains(run_cursor_)) return runs_[run_cursor_].step;
   if (run_cursor_ + 1 < runs_.size() && contains(run_cursor_ + 1)) return runs_[++run_cursor_].step;
@@ -245,8 +260,6 @@ bool StepTimeline::AddActivity(const StepActivity& a) {
     d.queue.push_back(a);
     d.queue.back().chunk = chunk_;
     ++pending_;
-  } else if (a.correlation == last_correlation_ && a.device == last_device_) {
-    return last_sweep_->Add(a.start_ns, a.end_ns, a.kind);
   } else if (Seen(a.correlation)) {
     return Sweep(&d, a, StepOfSeen(a.correlation));
   } else if (any_launch_ && a.correlation < last_correlation_seen_) {
@@ -260,12 +273,14 @@ bool StepTimeline::AddActivity(const StepActivity& a) {
   return true;
 }
 
-bool StepTimeline::AddRun(const LaunchRun& run, const std::vector<GpuActivity>& activities,
+bool StepTimeline::AddRun(const LaunchRun& run, const DeviceSweep* run_sweep,
+                          const std::vector<GpuActivity>& activities,
                           const std::vector<GpuActivityKind>& name_kinds) {
   Track();
-  if (state_ == State::kNoSteps || run.correlation == kNoCorrelation) return true;
-  Device& d = DeviceOf(run.device);
-  if (!d.queue.empty() || !Seen(run.correlation)) {
+  const GpuActivity& first = activities[run.begin];
+  if (state_ == State::kNoSteps || first.correlation == kNoCorrelation) return true;
+  Device& d = DeviceOf(first.device);
+  if (!d.queue.empty() || !Seen(first.correlation)) {
     for (uint32_t i = run.begin; i < run.end; ++i) {
       const GpuActivity& a = activities[i];
       const StepActivity step_activity{a.start_ns, a.end_ns, a.correlation, a.device,
@@ -276,11 +291,11 @@ bool StepTimeline::AddRun(const LaunchRun& run, const std::vector<GpuActivity>& 
   }
   d.any = true;
   d.last_start_ns = activities[run.end - 1].start_ns;
-  const uint32_t step = StepOfSeen(run.correlation);
+  const uint32_t step = StepOfSeen(first.correlation);
   if (step == kOutsideSteps) return true;
   DeviceSweep* sweep = OpenSweep(&d, step);
   if (sweep == nullptr) return false;
-  if (sweep->Append(run.sweep)) return true;
+  if (run_sweep != nullptr && sweep->Append(*run_sweep)) return true;
   for (uint32_t i = run.begin; i < run.end; ++i) {
     const GpuActivity& a = activities[i];
     if (!sweep->Add(a.start_ns, a.end_ns, KindOf(a, name_kinds))) return false;
@@ -294,6 +309,48 @@ void StepTimeline::SetAside(const StepActivity& a) {
   };
   aside_.insert(std::upper_bound(aside_.begin(), aside_.end(), a, by_correlation), a);
   aside_max_correlation_ = std::max(aside_max_correlation_, a.correlation);
+  if (aside_.size() == 2 * kKeptAside) DropAside();
+}
+
+void StepTimeline::DropAside() {
+  // The lowest ids: launches mostly come in id order, so theirs are the least likely to come.
+  const auto dropped = aside_.begin() + static_cast<std::ptrdiff_t>(aside_.size() - kKeptAside);
+  for (auto a = aside_.begin(); a != dropped; ++a) Drop(a->correlation);
+  pending_ -= static_cast<size_t>(dropped - aside_.begin());
+  aside_.erase(aside_.begin(), dropped);
+}
+
+void StepTimeline::Drop(int64_t correlation) {
+  if (dropped_.empty() || correlation > dropped_max_) {
+    if (!dropped_.empty() && AllSeenBetween(dropped_max_, correlation)) {
+      dropped_.back().last = correlation;
+    } else {
+      dropped_.push_back(IdRange{correlation, correlation});
+    }
+    dropped_max_ = correlation;
+    return;
+  }
+  const auto after = std::upper_bound(dropped_.begin(), dropped_.end(), correlation,
+                                      [](int64_t c, const IdRange& r) { return c < r.first; });
+  if (after != dropped_.begin() && correlation <= std::prev(after)->last) return;
+  dropped_.insert(after, IdRange{correlation, correlation});
+}
+
+bool StepTimeline::Dropped(int64_t correlation) const {
+  if (correlation > dropped_max_) return false;
+  const auto after = std::upper_bound(dropped_.begin(), dropped_.end(), correlation,
+                                      [](int64_t c, const IdRange& r) { return c < r.first; });
+  return after != dropped_.begin() && correlation <= std::prev(after)->last;
+}
+
+bool StepTimeline::AllSeenBetween(int64_t after, int64_t before) {
+  // Far apart, the ranges are not worth merging.
+  constexpr int64_t kMaxGap = int64_t{1} << 16;
+  if (before - after > kMaxGap) return false;
+  for (int64_t id = after + 1; id < before; ++id) {
+    if (!Seen(id)) return false;
+  }
+  return true;
 }
 
 bool StepTimeline::Release() {
@@ -327,23 +384,17 @@ bool StepTimeline::Release() {
 }
 
 bool StepTimeline::Sweep(Device* d, const StepActivity& a, uint32_t step) {
-  last_correlation_ = kNoCorrelation;
   if (step == kOutsideSteps) return true;
   DeviceSweep* sweep = OpenSweep(d, step);
-  if (sweep == nullptr) return false;
-  last_correlation_ = a.correlation;
-  last_device_ = d->device;
-  last_step_ = step;
-  last_sweep_ = sweep;  // until the device's open steps change
-  return sweep->Add(a.start_ns, a.end_ns, a.kind);
+  return sweep != nullptr && sweep->Add(a.start_ns, a.end_ns, a.kind);
 }
 
 DeviceSweep* StepTimeline::OpenSweep(Device* d, uint32_t step) {
-  auto open = std::find_if(d->open.begin(), d->open.end(),
+  // From the latest: collecting, every step stays open, and activities come in step order.
+  auto open = std::find_if(d->open.rbegin(), d->open.rend(),
                            [step](const auto& o) { return o.first == step; });
-  if (open != d->open.end()) return &open->second;
+  if (open != d->open.rend()) return &open->second;
   if (d->any_closed && step <= d->closed_up_to) return nullptr;
-  last_correlation_ = kNoCorrelation;  // last_sweep_ may move
   if (d->open.size() == max_open_steps_) {
     const auto lowest =
         std::min_element(d->open.begin(), d->open.end(),
@@ -358,19 +409,17 @@ void StepTimeline::Close(Device* d, size_t open_index) {
   const auto& [step, sweep] = d->open[open_index];
   const GpuTimeFigures f = sweep.Figures();
   ProfilerStep& s = steps_[step];
-  s.first_start_ns =
-      s.activities == 0 ? f.first_start_ns : std::min(s.first_start_ns, f.first_start_ns);
-  s.last_end_ns = s.activities == 0 ? f.last_end_ns : std::max(s.last_end_ns, f.last_end_ns);
-  s.activities += f.activities;
+  if (f.activities > 0) {
+    s.first_start_ns = std::min(s.first_start_ns, f.first_start_ns);
+    s.last_end_ns = std::max(s.last_end_ns, f.last_end_ns);
+  }
   if (keep_figures_) d->closed.push_back(StepFigures{step, f});
   d->closed_up_to = std::max(d->closed_up_to, step);
   d->any_closed = true;
   d->open.erase(d->open.begin() + static_cast<std::ptrdiff_t>(open_index));
-  last_correlation_ = kNoCorrelation;  // last_sweep_ may have moved
 }
 
-bool StepTimeline::Finish(std::vector<DeviceTimeline>* devices, std::vector<ProfilerStep>* steps,
-                          InternedStrings* step_names) {
+bool StepTimeline::Finish(GpuTimeline* timeline) {
   Track();
   if (!Release()) return false;  // what is still set aside was never launched
   for (Device& d : devices_) {
@@ -382,14 +431,16 @@ bool StepTimeline::Finish(std::vector<DeviceTimeline>* devices, std::vector<Prof
     while (!d.open.empty()) Close(&d, d.open.size() - 1);
     std::sort(d.closed.begin(), d.closed.end(),
               [](const StepFigures& a, const StepFigures& b) { return a.step < b.step; });
-    for (DeviceTimeline& t : *devices) {
+    for (DeviceTimeline& t : timeline->devices) {
       if (t.device == d.device) t.steps = std::move(d.closed);
     }
   }
   pending_ = 0;
   aside_ = {};
-  *steps = std::move(steps_);
-  *step_names = std::move(names_);
+  dropped_ = {};
+  timeline->steps = std::move(steps_);
+  timeline->step_names = std::move(names_);
+  timeline->step_name_of = std::move(name_of_);
   return true;
 }
 
@@ -398,7 +449,7 @@ StepSpans StepSpansOf(const GpuTimeline& timeline) {
   out.steps = timeline.steps.size();
   std::vector<int64_t> spans;
   for (const ProfilerStep& s : timeline.steps) {
-    if (s.activities > 0) spans.push_back(s.span_ns());
+    if (s.ran_activities()) spans.push_back(s.span_ns());
   }
   out.with_activities = spans.size();
   if (spans.empty()) return out;

@@ -583,6 +583,7 @@ absl::Status ReadGpuTimelineAgain(const std::string& path,
   timeline.collectives = std::move(whole->gpu_timeline.collectives);
   timeline.steps = std::move(whole->gpu_timeline.steps);
   timeline.step_names = std::move(whole->gpu_timeline.step_names);
+  timeline.step_name_of = std::move(whole->gpu_timeline.step_name_of);
   timeline.path = GpuTimelinePath::kCollected;
   return absl::OkStatus();
 }

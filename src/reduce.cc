@@ -146,23 +146,28 @@ void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk, const Classifier& clas
   }
   SortByDeviceAndStart(&gpu, kernels);
   launch_runs.clear();
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    const GpuActivity& a = gpu[i];
-    LaunchRun* run = launch_runs.empty() ? nullptr : &launch_runs.back();
-    if (run == nullptr || run->device != a.device || run->correlation != a.correlation) {
-      const auto at = static_cast<uint32_t>(i);
-      run = &launch_runs.emplace_back(LaunchRun{a.correlation, a.device, at, at, DeviceSweep()});
-    }
-    run->sweep.Add(a.start_ns, a.end_ns, KindOf(a, name_kinds));
-    ++run->end;
+  run_sweeps.clear();
+  auto same_launch = [](const GpuActivity& a, const GpuActivity& b) {
+    return a.device == b.device && a.correlation == b.correlation;
+  };
+  for (uint32_t begin = 0, end = 0; begin < gpu.size(); begin = end) {
+    end = begin + 1;
+    while (end < gpu.size() && same_launch(gpu[begin], gpu[end])) ++end;
+    LaunchRun& run = launch_runs.emplace_back(LaunchRun{begin, end});
+    if (end - begin == 1) continue;
+    run.sweep = static_cast<uint32_t>(run_sweeps.size());
+    DeviceSweep& sweep = run_sweeps.emplace_back();
+    for (uint32_t i = begin; i < end; ++i)
+      sweep.Add(gpu[i].start_ns, gpu[i].end_ns, KindOf(gpu[i], name_kinds));
   }
   // Each device's sweep from its runs': whole where a run starts after the ones before it end.
   device_sweeps.clear();
   for (const LaunchRun& run : launch_runs) {
-    if (device_sweeps.empty() || device_sweeps.back().first != run.device)
-      device_sweeps.emplace_back(run.device, DeviceSweep());
+    const int32_t device = gpu[run.begin].device;
+    if (device_sweeps.empty() || device_sweeps.back().first != device)
+      device_sweeps.emplace_back(device, DeviceSweep());
     DeviceSweep& sweep = device_sweeps.back().second;
-    if (sweep.Append(run.sweep)) continue;
+    if (run.sweep != kNoRunSweep && sweep.Append(run_sweeps[run.sweep])) continue;
     for (uint32_t i = run.begin; i < run.end; ++i)
       sweep.Add(gpu[i].start_ns, gpu[i].end_ns, KindOf(gpu[i], name_kinds));
   }
@@ -290,7 +295,7 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary
     auto [group, inserted] = group_ids_.FindOrAdd(summary.group_correlation[g],
                                                   static_cast<uint32_t>(p.group_size.size()));
     if (inserted) {
-      p.group_correlation.push_back(summary.group_correlation[g]);
+      if (keep_kernel_records_) p.group_correlation.push_back(summary.group_correlation[g]);
       p.group_size.push_back(0);
     }
     p.group_size[group] += summary.group_size[g];
@@ -380,7 +385,11 @@ bool TraceReducer::ConsumeSteps(const ParsedChunk& chunk, const ChunkSummary& su
     }
   }
   for (const Launch& launch : chunk.launches) {
-    step_timeline_.AddLaunch(launch.ts_ns, launch.correlation);
+    if (!step_timeline_.AddLaunch(launch.ts_ns, launch.correlation)) {
+      *out_of_order = StrCat("a GPU event's launch comes after ", StepTimeline::kKeptAside,
+                             " others waiting for theirs");
+      return false;
+    }
   }
   if (!step_timeline_.Release()) {
     *out_of_order = "a GPU event swept after a later one of its step";
@@ -388,8 +397,11 @@ bool TraceReducer::ConsumeSteps(const ParsedChunk& chunk, const ChunkSummary& su
   }
   if (summary.gpu.empty() || !step_timeline_.measuring()) return true;
   for (const LaunchRun& run : summary.launch_runs) {
-    if (!step_timeline_.AddRun(run, summary.gpu, summary.name_kinds)) {
-      *out_of_order = StrCat("device ", run.device, "'s steps are out of start order");
+    const DeviceSweep* run_sweep =
+        run.sweep == kNoRunSweep ? nullptr : &summary.run_sweeps[run.sweep];
+    if (!step_timeline_.AddRun(run, run_sweep, summary.gpu, summary.name_kinds)) {
+      *out_of_order =
+          StrCat("device ", summary.gpu[run.begin].device, "'s steps are out of start order");
       return false;
     }
   }
@@ -414,9 +426,7 @@ bool TraceReducer::SweepEach(const ChunkSummary& summary, int32_t device, Device
   const auto first = std::lower_bound(summary.gpu.begin(), summary.gpu.end(), device,
                                       [](const GpuActivity& a, int32_t d) { return a.device < d; });
   for (auto a = first; a != summary.gpu.end() && a->device == device; ++a) {
-    const GpuActivityKind kind =
-        a->name == kTransferName ? GpuActivityKind::kMemcpy : summary.name_kinds[a->name];
-    if (!sweep->Add(a->start_ns, a->end_ns, kind)) return false;
+    if (!sweep->Add(a->start_ns, a->end_ns, KindOf(*a, summary.name_kinds))) return false;
   }
   return true;
 }
@@ -452,7 +462,7 @@ void TraceReducer::FinishGpuTimeline() {
     timeline.devices.push_back(DeviceTimeline{device, sweep.Figures(), {}});
   }
   sweeps_.clear();
-  if (!step_timeline_.Finish(&timeline.devices, &timeline.steps, &timeline.step_names)) {
+  if (!step_timeline_.Finish(&timeline)) {
     timeline.devices.clear();
     ReadGpuTimelineAgain("a device's steps are out of start order at the end");
   }
@@ -479,7 +489,7 @@ void TraceReducer::FinishCollectedGpuTimeline(const std::vector<bool>& communica
   }
   timeline.devices = SweepCollected(std::move(collected_gpu_),
                                     [&](uint32_t name) { return KernelKind(name, communicates); });
-  steps.Finish(&timeline.devices, &timeline.steps, &timeline.step_names);
+  steps.Finish(&timeline);
   collected_gpu_ = {};
   collected_launches_ = {};
   collected_steps_ = {};

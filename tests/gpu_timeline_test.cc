@@ -210,6 +210,75 @@ TEST(DeviceSweep, AppendJoinsPartsThatDoNotOverlap) {
   EXPECT_GT(refused, 100);
 }
 
+// --- StepTimeline ----------------------------------------------------------------------------
+
+// StepComputation() is each step's computation on `device` after Finish(), by step.
+std::vector<int64_t> StepComputation(StepTimeline* timeline, int32_t device, size_t steps) {
+  GpuTimeline finished;
+  finished.devices.resize(1);
+  finished.devices[0].device = device;
+  EXPECT_TRUE(timeline->Finish(&finished));
+  EXPECT_EQ(finished.steps.size(), steps);
+  std::vector<int64_t> out(steps);
+  for (const StepFigures& s : finished.devices[0].steps) out[s.step] = s.figures.computation_ns;
+  return out;
+}
+
+// Launches of other threads come behind the highest id: before every run, at a run's first id,
+// inside a run and at its last; each id keeps the step its launch starts in.
+TEST(StepTimeline, LaunchesBehindTheHighestSplitTheirRuns) {
+  StepTimeline timeline;
+  for (int64_t start : {0, 100, 200}) ASSERT_TRUE(timeline.AddStep("step", start, start + 100));
+  const std::vector<std::pair<int64_t, int64_t>> launches = {
+      {10, 5},   {110, 8}, {210, 12}, {20, 3},  {150, 4},  {250, 9},
+      {120, 10}, {5, 2},   {260, 1},  {180, 7}, {290, 13}, {50, 15}};
+  for (const auto& [ts, correlation] : launches) ASSERT_TRUE(timeline.AddLaunch(ts, correlation));
+  // Activity `correlation` lasts `correlation` ns, so that a step's computation sums its ids.
+  int64_t start = 1000;
+  for (const auto& launch : launches) {
+    const int64_t correlation = launch.second;
+    ASSERT_TRUE(timeline.AddActivity(
+        StepActivity{start, start + correlation, correlation, 0, GpuActivityKind::kComputation}));
+    start += 100;
+  }
+  EXPECT_EQ(StepComputation(&timeline, 0, 3),
+            (std::vector<int64_t>{2 + 3 + 5 + 15, 4 + 7 + 8 + 10, 1 + 9 + 12 + 13}));
+}
+
+// Events whose launches never come are set aside, then dropped to ranges of ids past kKeptAside:
+// what waits stays bounded, a set-aside event is still swept when its launch comes, and the
+// launch of a dropped one is refused.
+TEST(StepTimeline, EventsNeverLaunchedAreDroppedInBoundedMemory) {
+  StepTimeline timeline;
+  ASSERT_TRUE(timeline.AddStep("step", 0, int64_t{1} << 40));
+  const int64_t n = 3 * StepTimeline::kKeptAside;
+  for (int64_t i = 1; i <= n; ++i) {
+    timeline.NextChunk();
+    ASSERT_TRUE(timeline.AddLaunch(i, 2 * i));
+    ASSERT_TRUE(timeline.Release());
+    // Device 1's event of the odd id before: launched by nothing (yet).
+    ASSERT_TRUE(timeline.AddActivity(
+        StepActivity{10 * i, 10 * i + 1, 2 * i - 1, 1, GpuActivityKind::kComputation}));
+    ASSERT_TRUE(timeline.AddActivity(
+        StepActivity{10 * i, 10 * i + 2, 2 * i, 0, GpuActivityKind::kComputation}));
+  }
+  EXPECT_LE(timeline.pending(), 2 * StepTimeline::kKeptAside);
+  EXPECT_FALSE(timeline.AddLaunch(n + 1, 1));  // the first: dropped
+  timeline.NextChunk();
+  ASSERT_TRUE(timeline.AddLaunch(n + 2, 2 * n - 1));  // the last: set aside
+  ASSERT_TRUE(timeline.Release());
+  GpuTimeline finished;
+  finished.devices.resize(2);
+  finished.devices[1].device = 1;
+  ASSERT_TRUE(timeline.Finish(&finished));
+  const std::vector<DeviceTimeline>& devices = finished.devices;
+  ASSERT_EQ(devices[0].steps.size(), 1u);
+  EXPECT_EQ(devices[0].steps[0].figures.activities, static_cast<uint64_t>(n));
+  ASSERT_EQ(devices[1].steps.size(), 1u);
+  EXPECT_EQ(devices[1].steps[0].figures.activities, 1u);
+  EXPECT_EQ(devices[1].steps[0].figures.computation_ns, 1);
+}
+
 // --- Traces: the oracle over the whole JSON in memory --------------------------------------------
 
 std::string ReadMaybeGzip(const std::string& path) {
@@ -383,6 +452,8 @@ void ExpectOracle(const std::string& path, const TraceProfile& p) {
   std::sort(got_collectives.begin(), got_collectives.end());
   EXPECT_EQ(want_collectives, got_collectives);
   ASSERT_EQ(p.gpu_timeline.devices.size(), want.size());
+  // Each step's GPU span: over the devices' figures of that step.
+  std::vector<ProfilerStep> want_spans(p.gpu_timeline.steps.size());
   for (const DeviceTimeline& d : p.gpu_timeline.devices) {
     SCOPED_TRACE("device " + std::to_string(d.device));
     ASSERT_TRUE(want.count(d.device));
@@ -390,11 +461,22 @@ void ExpectOracle(const std::string& path, const TraceProfile& p) {
     const auto want_steps = oracle.steps.find(d.device);
     ASSERT_EQ(d.steps.size(), want_steps == oracle.steps.end() ? 0 : want_steps->second.size());
     for (size_t i = 0; i < d.steps.size(); ++i) {
-      const ProfilerStep& step = p.gpu_timeline.steps[d.steps[i].step];
-      SCOPED_TRACE(std::string(p.gpu_timeline.step_names[step.name]));
-      EXPECT_EQ(p.gpu_timeline.step_names[step.name], want_steps->second[i].first);
-      ExpectSameFigures(want_steps->second[i].second, d.steps[i].figures);
+      const std::string_view name =
+          p.gpu_timeline.step_names[p.gpu_timeline.step_name_of.at(d.steps[i].step)];
+      SCOPED_TRACE(std::string(name));
+      EXPECT_EQ(name, want_steps->second[i].first);
+      const GpuTimeFigures& f = want_steps->second[i].second;
+      ExpectSameFigures(f, d.steps[i].figures);
+      ProfilerStep& span = want_spans.at(d.steps[i].step);
+      if (f.activities == 0) continue;
+      span.first_start_ns = std::min(span.first_start_ns, f.first_start_ns);
+      span.last_end_ns = std::max(span.last_end_ns, f.last_end_ns);
     }
+  }
+  for (size_t i = 0; i < want_spans.size(); ++i) {
+    SCOPED_TRACE("step " + std::to_string(i));
+    EXPECT_EQ(p.gpu_timeline.steps[i].ran_activities(), want_spans[i].ran_activities());
+    EXPECT_EQ(p.gpu_timeline.steps[i].span_ns(), want_spans[i].span_ns());
   }
 }
 
@@ -404,10 +486,11 @@ void ExpectSameStepSpans(const TraceProfile& with_figures, const TraceProfile& s
   const std::vector<ProfilerStep>& got = spans_only.gpu_timeline.steps;
   ASSERT_EQ(want.size(), got.size());
   for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(want[i].activities, got[i].activities);
+    EXPECT_EQ(want[i].ran_activities(), got[i].ran_activities());
     EXPECT_EQ(want[i].span_ns(), got[i].span_ns());
   }
   EXPECT_TRUE(spans_only.gpu_timeline.step_names.size() == 0);
+  EXPECT_TRUE(spans_only.gpu_timeline.step_name_of.empty());
   for (const DeviceTimeline& d : spans_only.gpu_timeline.devices) EXPECT_TRUE(d.steps.empty());
 }
 

@@ -40,6 +40,17 @@ TEST(Reducer, GroupsInFirstAppearanceOrderAcrossChunks) {
   EXPECT_EQ(per[0].time_ns, 4000);
 }
 
+// Without kernel records, the groups are counted and sized the same, and their ids not kept.
+TEST(Reducer, GroupIdsAreKeptOnlyWithKernelRecords) {
+  auto c = testing::LetterClassifier();
+  TraceReducer r(c, /*keep_kernel_records=*/false);
+  testing::Consume(&r, {{"a1", 5, 7}, {"b1", 6, 3}, {"a1", 7, 7}, {"c1", 8, -1}}, c);
+  testing::Consume(&r, {{"b2", 9, 3}, {"a1", 10, 9}, {"a2", 11, 7}}, c);
+  TraceProfile p = r.Finish(TraceMetadata(), Platform::kUnknown);
+  EXPECT_TRUE(p.group_correlation.empty());
+  EXPECT_EQ(p.group_size, (std::vector<uint32_t>{3, 2, 1}));
+}
+
 TEST(Reducer, TypeSequenceIsStableOnTimestampTies) {
   auto c = testing::LetterClassifier();
   TraceReducer r(c);

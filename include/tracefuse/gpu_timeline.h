@@ -101,17 +101,19 @@ struct DeviceTimeline {
 // (IsStepAnnotation(); one that starts before the previous one ends is nested and not a step),
 // whose GPU activities are those whose launch (the runtime call of the same correlation id, the
 // first one in the trace) starts inside the annotation. Its GPU span runs from the first of them
-// to start to the last to end, over every device.
+// to start to the last to end, over every device. 32 bytes: a long run has a step per few
+// hundred kernels.
 struct ProfilerStep {
-  uint32_t name = 0;  // index into GpuTimeline::step_names
   int64_t cpu_start_ns = 0;
   int64_t cpu_end_ns = 0;
-  uint64_t activities = 0;
-  int64_t first_start_ns = 0;
-  int64_t last_end_ns = 0;
+  int64_t first_start_ns = INT64_MAX;  // of its activities; first > last while it has none
+  int64_t last_end_ns = INT64_MIN;
 
-  int64_t span_ns() const { return activities == 0 ? 0 : last_end_ns - first_start_ns; }
+  bool ran_activities() const { return first_start_ns <= last_end_ns; }
+  int64_t span_ns() const { return ran_activities() ? last_end_ns - first_start_ns : 0; }
 };
+
+struct GpuTimeline;
 
 // kOutsideSteps is the step of an activity launched outside every step (StepTimeline).
 inline constexpr uint32_t kOutsideSteps = UINT32_MAX;
@@ -132,14 +134,15 @@ inline GpuActivityKind KindOf(const GpuActivity& a,
   return a.name == kTransferName ? GpuActivityKind::kMemcpy : name_kinds[a.name];
 }
 
+// kNoRunSweep is LaunchRun::sweep for a run of one activity.
+inline constexpr uint32_t kNoRunSweep = UINT32_MAX;
+
 // LaunchRun is a run of a device's activities, consecutive in start order, that share one launch
-// (a graph replay's kernels), swept on their own: `sweep`. The parallel stage makes them, so that
-// the serial stage places a run in its step at once.
+// (a graph replay's kernels). The parallel stage cuts a chunk's activities into runs and sweeps
+// each run of several on its own, so that the serial stage places a run in its step at once.
 struct LaunchRun {
-  int64_t correlation = kNoCorrelation;
-  int32_t device = 0;
-  uint32_t begin = 0, end = 0;  // the run's activities, in the chunk's
-  DeviceSweep sweep;
+  uint32_t begin = 0, end = 0;   // the run's activities, in the chunk's
+  uint32_t sweep = kNoRunSweep;  // a run of several: its sweep, in the chunk's run sweeps
 };
 
 // StepTimeline measures each device's time per profiler step as the trace arrives, in memory
@@ -147,16 +150,21 @@ struct LaunchRun {
 // a few events before its launch (roctracer after it): a device's events wait behind one whose
 // launch is not seen yet, until the next chunk's launches are in. One still not launched then
 // (its launch may not be in the trace) is set aside, to be swept when its launch comes, if that
-// is still in start order in its step (else the caller collects), or never. A step must come before
+// is still in start order in its step (else the caller collects), or never; past kKeptAside, only
+// its id is remembered (its launch then makes the caller collect). A step must come before
 // the launches inside it (Kineto writes its CPU side in start order, each step's annotation first),
 // and the first before the first launch; a trace without steps then costs a test per chunk. Launch
 // correlation ids are kept as runs of one step each (ids mostly increase) and one bit per id for
 // whether its launch was seen.
 class StepTimeline {
  public:
-  // kMaxPending is how many activities may wait for their launches; more, and the caller
-  // collects the trace instead.
+  // kMaxPending is how many activities (or ranges of dropped ones) may wait for their launches;
+  // more, and the caller collects the trace instead.
   static constexpr size_t kMaxPending = size_t{1} << 20;
+
+  // kKeptAside is how many set-aside activities are kept whole; beyond, those of the lowest ids
+  // are dropped, remembered only as ranges of ids, and a launch of one of them comes too late.
+  static constexpr size_t kKeptAside = size_t{1} << 12;
 
   // kStreamedOpenSteps is how many of a device's steps are swept at once, streaming.
   static constexpr size_t kStreamedOpenSteps = 8;
@@ -174,8 +182,9 @@ class StepTimeline {
   bool AddStep(std::string_view name, int64_t start_ns, int64_t end_ns);
   // measuring() is false once the trace is known to have no steps before its launches.
   bool measuring() const { return state_ != State::kNoSteps; }
-  // AddLaunch() takes a launch; a second launch of one correlation id is ignored.
-  void AddLaunch(int64_t ts_ns, int64_t correlation);
+  // AddLaunch() takes a launch; a second launch of one correlation id is ignored. False when an
+  // activity of this launch was dropped (kKeptAside).
+  bool AddLaunch(int64_t ts_ns, int64_t correlation);
   // NextChunk() starts the next chunk: call it before the chunk's steps and launches.
   void NextChunk() { ++chunk_; }
   // AddActivity() takes a device's next activity in start order: swept when its launch is seen
@@ -183,25 +192,29 @@ class StepTimeline {
   // one, or belongs to a step already closed.
   bool AddActivity(const StepActivity& a);
   // AddRun() takes a device's next activities, `run`'s (of `activities`, the chunk's, kernels
-  // named in `name_kinds`), as AddActivity() does each, but whole where they join their step's
-  // sweep after its end.
-  bool AddRun(const LaunchRun& run, const std::vector<GpuActivity>& activities,
+  // named in `name_kinds`), as AddActivity() does each, but whole (`run_sweep`, null for a run of
+  // one) where they join their step's sweep after its end.
+  bool AddRun(const LaunchRun& run, const DeviceSweep* run_sweep,
+              const std::vector<GpuActivity>& activities,
               const std::vector<GpuActivityKind>& name_kinds);
   // Release() sweeps the waiting activities whose launches are now seen, in start order, and sets
   // aside those that waited through a chunk; false when one is out of order in its step.
   bool Release();
-  size_t pending() const { return pending_; }
-  // Finish() gives each device's figures per step (activities whose launch never came count in
-  // no step) and the steps, with their names; each device of `devices` must be listed already.
-  // False when an activity fails as in AddActivity().
-  bool Finish(std::vector<DeviceTimeline>* devices, std::vector<ProfilerStep>* steps,
-              InternedStrings* step_names);
+  // pending() is how many activities wait for their launches, or ranges of dropped ones.
+  size_t pending() const { return pending_ + dropped_.size(); }
+  // Finish() gives `timeline` each device's figures per step (activities whose launch never came
+  // count in no step) and the steps, with their names; each of its devices must be listed
+  // already. False when an activity fails as in AddActivity().
+  bool Finish(GpuTimeline* timeline);
 
  private:
   enum class State : uint8_t { kSteps, kNoSteps, kTracking };
-  struct Run {  // launches [first, last] (ids between them unseen or of this step)
-    int64_t first = 0, last = 0;
+  struct Run {  // the seen launches from `first` to the next run's are in `step`
+    int64_t first = 0;
     uint32_t step = 0;
+  };
+  struct IdRange {
+    int64_t first = 0, last = 0;
   };
   struct Device {
     int32_t device = 0;
@@ -232,14 +245,9 @@ class StepTimeline {
   size_t max_open_steps_;
   bool keep_figures_;
   State state_ = State::kSteps;
-  // The last activity's launch and step, and the sweep it went to: a graph replay's kernels
-  // share one launch.
-  int64_t last_correlation_ = kNoCorrelation;
-  uint32_t last_step_ = kOutsideSteps;
-  int32_t last_device_ = 0;
-  DeviceSweep* last_sweep_ = nullptr;
   std::vector<ProfilerStep> steps_;
   InternedStrings names_;
+  std::vector<uint32_t> name_of_;  // per step, with keep_figures_
   size_t step_cursor_ = 0;
   bool any_launch_ = false;
   int64_t last_launch_ns_ = 0;         // the latest launch seen
@@ -259,7 +267,15 @@ class StepTimeline {
   std::vector<StepActivity> aside_;
   int64_t aside_max_correlation_ = INT64_MIN;
   std::vector<StepActivity> launched_aside_;
+  // Ids of activities dropped from aside_, as ranges, by first: an id inside a range that was not
+  // dropped had been launched already when the range grew over it (so that ranges merge).
+  std::vector<IdRange> dropped_;
+  int64_t dropped_max_ = INT64_MIN;
   void SetAside(const StepActivity& a);
+  void DropAside();
+  void Drop(int64_t correlation);
+  bool Dropped(int64_t correlation) const;
+  bool AllSeenBetween(int64_t after, int64_t before);
 };
 
 // GpuTimelinePath is how a trace's GPU timeline was measured.
@@ -288,9 +304,11 @@ struct GpuTimeline {
   std::vector<Collective> collectives;
   // Kernel, memcpy and memset events left out: ts or dur missing or not a number, or dur < 0.
   uint64_t events_skipped = 0;
-  // The profiler steps, in start order (none when the trace has no step annotations).
+  // The profiler steps, in start order (none when the trace has no step annotations), and with
+  // per-step figures (PipelineOptions::step_figures) each one's name: step_names[step_name_of[i]].
   std::vector<ProfilerStep> steps;
   InternedStrings step_names;
+  std::vector<uint32_t> step_name_of;
   // Step annotations left out: ts or dur missing or not a number, or dur < 0.
   uint64_t steps_skipped = 0;
 };

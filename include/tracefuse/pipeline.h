@@ -45,7 +45,7 @@ struct PipelineOptions {
   // the op-level comparison.
   bool host_activity = false;
   // Keep each device's figures per profiler step, and the steps' names (GpuTimeline; `stats
-  // --format json` lists them); else only each step's GPU span, 48 bytes a step.
+  // --format json` lists them); else only each step's GPU span, 32 bytes a step.
   bool step_figures = false;
   // Nest the CPU side as it arrives (CpuSideStream), falling back to the any-order path per
   // trace (op_tree.h); false: the any-order path, 32 bytes per CPU event, for every trace.

@@ -155,8 +155,10 @@ struct ChunkSummary {
   std::vector<GpuActivityKind> name_kinds;                     // per name of the chunk
   std::vector<std::pair<int32_t, DeviceSweep>> device_sweeps;  // by device
   uint64_t gpu_events_skipped = 0;                             // GpuTimeline::events_skipped
-  // The activities' runs that share a launch, each swept here (StepTimeline::AddRun()).
+  // The activities' runs that share a launch, and the sweeps of the runs of several
+  // (StepTimeline::AddRun()).
   std::vector<LaunchRun> launch_runs;
+  std::vector<DeviceSweep> run_sweeps;
 
   // Summarize() replaces the summary with `chunk`'s; `kernel_groups`: fill kernel_group;
   // `name_rules`: the rule of each of the chunk's names, by `classifier`.
@@ -277,6 +279,8 @@ struct TraceProfile {
   uint64_t kernel_count = 0;
   KernelStream kernels;  // empty when the pipeline was told not to keep records
   uint64_t kernels_without_correlation = 0;
+  // Per correlation group: its id, kept with the kernel records (what links groups to their
+  // kernels and CPU ops: 8 bytes a group, most of a large trace's statistics), and its size.
   std::vector<int64_t> group_correlation;
   std::vector<uint32_t> group_size;
   TraceHost host;

@@ -83,7 +83,7 @@ Json GpuTimelineJson(const TraceProfile& p, bool each_step) {
       Json steps = Json::array();
       for (const StepFigures& s : d.steps) {
         Json step = Json::object();
-        step["step"] = std::string(t.step_names[t.steps[s.step].name]);
+        step["step"] = std::string(t.step_names[t.step_name_of[s.step]]);
         AddFiguresJson(s.figures, &step);
         steps.push_back(std::move(step));
       }
