@@ -166,21 +166,17 @@ bool StepTimeline::Seen(int64_t correlation) {
   return page != nullptr && (page[bit / 64] >> (bit % 64) & 1);
 }
 
-bool StepTimeline::MarkSeen(int64_t correlation) {
+void StepTimeline::MarkSeen(int64_t correlation) {
   uint64_t* page = SeenPage(correlation, true);
   const auto bit = static_cast<uint64_t>(correlation) & ((uint64_t{1} << kPageBits) - 1);
-  const uint64_t mask = uint64_t{1} << (bit % 64);
-  if (page[bit / 64] & mask) return false;
-  page[bit / 64] |= mask;
-  return true;
+  page[bit / 64] |= uint64_t{1} << (bit % 64);
 }
 
 bool StepTimeline::AddLaunch(int64_t ts_ns, int64_t correlation) {
   Track();
-  if (state_ == State::kNoSteps || correlation == kNoCorrelation || !MarkSeen(correlation)) {
-    return true;
-  }
-  if (Dropped(correlation)) return false;
+  if (state_ == State::kNoSteps || correlation == kNoCorrelation || Seen(correlation)) return true;
+  if (Dropped(correlation)) return false;  // left unseen: no activity looks its step up
+  MarkSeen(correlation);
   if (correlation <= aside_max_correlation_) {
     const auto [first, last] = std::equal_range(
         aside_.begin(), aside_.end(), StepActivity{0, 0, correlation},
@@ -345,8 +341,8 @@ bool StepTimeline::Dropped(int64_t correlation) const {
 
 bool StepTimeline::AllSeenBetween(int64_t after, int64_t before) {
   // Far apart, the ranges are not worth merging.
-  constexpr int64_t kMaxGap = int64_t{1} << 16;
-  if (before - after > kMaxGap) return false;
+  constexpr uint64_t kMaxGap = uint64_t{1} << 16;
+  if (static_cast<uint64_t>(before) - static_cast<uint64_t>(after) > kMaxGap) return false;
   for (int64_t id = after + 1; id < before; ++id) {
     if (!Seen(id)) return false;
   }

@@ -279,6 +279,24 @@ TEST(StepTimeline, EventsNeverLaunchedAreDroppedInBoundedMemory) {
   EXPECT_EQ(devices[1].steps[0].figures.computation_ns, 1);
 }
 
+// Dropped ids at both ends of int64: ranges of their own (the gap between them is not measured
+// by a signed difference), and the launch of each is refused.
+TEST(StepTimeline, DroppedIdsAtBothEndsOfTheRange) {
+  StepTimeline timeline;
+  ASSERT_TRUE(timeline.AddStep("step", 0, 1000));
+  ASSERT_TRUE(timeline.AddLaunch(1, INT64_MAX));
+  const int64_t half = StepTimeline::kKeptAside;
+  for (int64_t i = 0; i < 2 * half; ++i) {  // the lowest kKeptAside: all negative but the last
+    const int64_t correlation = i < half - 1 ? INT64_MIN + 1 + i : INT64_MAX - 2 * half + i;
+    ASSERT_TRUE(timeline.AddActivity(
+        StepActivity{i, i + 1, correlation, 0, GpuActivityKind::kComputation}));
+  }
+  EXPECT_LE(timeline.pending(), half + 2);
+  EXPECT_FALSE(timeline.AddLaunch(2, INT64_MIN + 1));
+  EXPECT_FALSE(timeline.AddLaunch(3, INT64_MAX - half - 1));
+  EXPECT_TRUE(timeline.AddLaunch(4, INT64_MAX - half));  // kept whole
+}
+
 // --- Traces: the oracle over the whole JSON in memory --------------------------------------------
 
 std::string ReadMaybeGzip(const std::string& path) {

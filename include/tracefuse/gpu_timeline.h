@@ -229,10 +229,9 @@ class StepTimeline {
 
   void Track();  // leaves kSteps: orders the steps, drops nested ones
   uint32_t StepAt(int64_t ts_ns);
-  // Seen() says whether the launch of `correlation` was seen; MarkSeen() marks it, false when it
-  // was already.
+  // Seen() says whether the launch of `correlation` was seen; MarkSeen() marks it.
   bool Seen(int64_t correlation);
-  bool MarkSeen(int64_t correlation);
+  void MarkSeen(int64_t correlation);
   uint64_t* SeenPage(int64_t correlation, bool add);
   // StepOfSeen() is a seen launch's step, kOutsideSteps outside steps.
   uint32_t StepOfSeen(int64_t correlation);
