@@ -166,23 +166,24 @@ std::vector<OpKernels> KernelsByFamily(const std::vector<std::string_view>& fami
   return kernels;
 }
 
+struct TraceUnits;
+
 // SideTotals accumulates an OpSide from the units of one trace; their kernels by family come
 // from CountFamilies(), named and sorted once at the end.
 struct SideTotals {
   uint64_t instances = 0;
   int64_t time_ns = 0;
   FamilyTotals kernels;
+  WorkTotals work;
 
-  void Add(const OpTree& tree, size_t unit) {
-    ++instances;
-    time_ns += tree.units[unit].time_ns;
-  }
+  void Add(const TraceUnits& trace, size_t unit);
   void AddKernels(uint32_t family, uint64_t count, int64_t time_ns) {
     kernels[family].Add(count, time_ns);
   }
   void Merge(const SideTotals& other) {
     instances += other.instances;
     time_ns += other.time_ns;
+    work.Add(other.work);
     for (const auto& [family, totals] : other.kernels) {
       AddKernels(family, totals.count, totals.time_ns);
     }
@@ -192,6 +193,7 @@ struct SideTotals {
     side.instances = instances;
     side.time_ns = time_ns;
     side.kernels = KernelsByFamily(family_names, kernels);
+    side.work = work;
     return side;
   }
 };
@@ -217,7 +219,16 @@ struct TraceUnits {
   // Written while the steps are aligned, by the one block that holds each unit's step.
   mutable std::vector<uint32_t> row;    // per unit: its row's key, (key << 1) | matched
   mutable std::vector<uint32_t> group;  // per unit: its unmatched group, or kNone
+  std::vector<WorkTotals> set_work;     // per work set of the tree (WorkOfSets())
 };
+
+void SideTotals::Add(const TraceUnits& trace, size_t unit) {
+  ++instances;
+  time_ns += trace.tree->units[unit].time_ns;
+  if (!trace.tree->unit_work.empty() && trace.tree->unit_work[unit] != kNoWork) {
+    work.Add(trace.set_work[trace.tree->unit_work[unit]]);
+  }
+}
 
 int64_t StepKey(int32_t step) { return step == kNoStep ? INT64_MAX : step; }
 int32_t StepIndex(int64_t key) { return key == INT64_MAX ? kNoStep : static_cast<int32_t>(key); }
@@ -306,6 +317,8 @@ class Comparer {
     PerSide<std::vector<FamilyTotals>> instance_kernels;
     tbb::parallel_for(size_t{0}, size_t{2}, [&](size_t s) {
       instance_kernels[kSides[s]] = CountFamilies(kSides[s], top, &all);
+      out_.category_work[kSides[s]] =
+          CategoryWorkOf(*traces_[s].profile, *traces_[s].tree, traces_[s].set_work);
     });
     AddNoLaunchRow(&all);
     Summarize(&all, top, instance_kernels);
@@ -319,6 +332,7 @@ class Comparer {
     t.tree = &tree;
     t.op_names = HoldNames(tree.names);
     t.family_names = HoldNames(tree.families);
+    t.set_work = WorkOfSets(tree);
     t.row.assign(tree.units.size(), kNone);
     t.group.assign(tree.units.size(), kNone);
     t.scope_parts.resize(tree.scopes.size());
@@ -508,14 +522,14 @@ class Comparer {
   void AddToRow(size_t u1, size_t u2, Partial* p) const {
     RowTotals& r = Row(traces_[0], u1, true, p);
     traces_[1].row[u2] = static_cast<uint32_t>(r.key);
-    r.sides[Side::kTrace1].Add(*traces_[0].tree, u1);
-    r.sides[Side::kTrace2].Add(*traces_[1].tree, u2);
+    r.sides[Side::kTrace1].Add(traces_[0], u1);
+    r.sides[Side::kTrace2].Add(traces_[1], u2);
     ++p->matched;
   }
 
   void AddUnmatched(Side side, size_t unit, Partial* p) const {
     const TraceUnits& t = traces_[static_cast<size_t>(side)];
-    Row(t, unit, false, p).sides[side].Add(*t.tree, unit);
+    Row(t, unit, false, p).sides[side].Add(t, unit);
   }
 
   // Consider() keeps the matched pair if it is among the top instances by |delta|.
@@ -643,7 +657,7 @@ class Comparer {
       for (size_t u : units[side]) {
         t.group[u] = static_cast<uint32_t>(p->groups.size());
         kernels[side] += KernelCount(*t.tree, u);
-        totals.Add(*t.tree, u);
+        totals.Add(t, u);
         scopes.push_back(&t.scope_parts[t.tree->units[u].scope]);
         if (g.ops[side].size() < UnmatchedGroup::kGroupOpNames) {
           g.ops[side].push_back(t.op_names[t.tree->units[u].name]);
@@ -737,6 +751,15 @@ class Comparer {
       s.steps = tree.steps.size();
       s.top_level_ops = tree.units.size();
       s.cpu_events_without_times = tree.cpu_events_without_times;
+      const TraceProfile& profile = *traces_[static_cast<size_t>(side)].profile;
+      s.gpu = profile.gpu;
+      const GpuSpecs& specs = options_.gpu_specs ? *options_.gpu_specs : BuiltinGpuSpecs();
+      if (const GpuPeak* peak = FindGpu(specs, profile.gpu)) s.peak = *peak;
+      if (!tree.unit_work.empty()) {
+        for (uint32_t set : tree.unit_work) {
+          if (set != kNoWork) s.work.Add(traces_[static_cast<size_t>(side)].set_work[set]);
+        }
+      }
     }
   }
 
@@ -752,7 +775,7 @@ class Comparer {
     for (Side side : kSides) {
       const size_t s = static_cast<size_t>(side);
       SideTotals totals;
-      totals.Add(*traces_[s].tree, units[s]);
+      totals.Add(traces_[s], units[s]);
       totals.kernels = *kernels[side];
       m.sides[side] = totals.ToSide(traces_[s].family_names);
       m.graph[side] = traces_[s].tree->units[units[s]].graph;
@@ -773,6 +796,34 @@ class Comparer {
 OpComparison CompareOps(PerSide<const TraceProfile*> profiles, PerSide<const OpTree*> trees,
                         const OpCompareOptions& options) {
   return Comparer(profiles, trees, options).Run();
+}
+
+std::vector<PeakGap> FurthestFromPeak(const OpComparison& ops) {
+  std::vector<PeakGap> gaps;
+  for (const OpRow& row : ops.ops) {
+    if (!row.matched) continue;
+    PeakGap gap;
+    gap.row = &row;
+    for (Side side : kSides) {
+      const std::optional<GpuPeak>& peak = ops.traces[side].peak;
+      gap.achieved[side] =
+          AchievedOf(row.sides[side].work, row.sides[side].time_ns, peak ? &*peak : nullptr);
+    }
+    const std::optional<double> p1 = gap.achieved[Side::kTrace1].percent_of_peak;
+    const std::optional<double> p2 = gap.achieved[Side::kTrace2].percent_of_peak;
+    if (!p1 || !p2 || *p1 == *p2) continue;
+    gap.behind = *p1 < *p2 ? Side::kTrace1 : Side::kTrace2;
+    const double behind = std::min(*p1, *p2), ahead = std::max(*p1, *p2);
+    gap.saving_ns = static_cast<int64_t>(static_cast<double>(row.sides[gap.behind].time_ns) *
+                                         (1 - behind / ahead));
+    gaps.push_back(gap);
+  }
+  std::sort(gaps.begin(), gaps.end(), [](const PeakGap& a, const PeakGap& b) {
+    if (a.saving_ns != b.saving_ns) return a.saving_ns > b.saving_ns;
+    if (a.row->op != b.row->op) return a.row->op < b.row->op;
+    return a.row->scope < b.row->scope;
+  });
+  return gaps;
 }
 
 }  // namespace tracefuse

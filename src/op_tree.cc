@@ -262,7 +262,10 @@ struct Frame {
   uint32_t operator_unit = kNone;    // the unit of the outermost cpu_op at or above it
   uint32_t annotation_unit = kNone;  // the unit of the nearest annotation (not a step) above it
   uint32_t scope = kRootScope;       // its module frames, itself included
+  uint32_t shaped_op = kNone;        // a cpu_op with a model: its OpTree::shaped_ops entry
   bool in_step = false;              // it is a step, or a step encloses it
+  OpModelFamily family = OpModelFamily::kNone;  // of its model
+  uint8_t counted_inside = 0;  // the model families counted inside it, one bit each
 };
 
 // UnitLinker is what both paths share: the units, scopes and steps found by nesting, the unit of
@@ -272,20 +275,28 @@ class UnitLinker {
  public:
   UnitLinker() { tree_.scopes.push_back(ScopeNode{}); }
 
-  // Open() is the frame of `op`, named `name` (host name id op.name) on `thread`, inside
-  // `parent` (nullptr: no open event): a top-level cpu_op makes a unit, an annotation outside
-  // every cpu_op a unit kept only if a kernel comes to it, a module frame a scope, and a step no
-  // other encloses a step.
-  Frame Open(const Frame* parent, const HostOp& op, std::string_view name, uint32_t thread) {
+  // Open() is the frame of `op`, named `name` (host name id op.name) on `thread`, with recorded
+  // arguments `shapes`, inside `parent` (nullptr: no open event): a top-level cpu_op makes a
+  // unit, an annotation outside every cpu_op a unit kept only if a kernel comes to it, a module
+  // frame a scope, and a step no other encloses a step.
+  Frame Open(const Frame* parent, const HostOp& op, std::string_view name, std::string_view shapes,
+             uint32_t thread) {
     Frame f;
     if (parent != nullptr) f = *parent;
     f.end_ns = EndOf(op);
+    f.shaped_op = kNone;
+    f.family = OpModelFamily::kNone;
+    f.counted_inside = 0;
     const uint32_t parent_scope = parent == nullptr ? kRootScope : parent->scope;
     switch (op.kind) {
       case HostOpKind::kOperator:
         if (f.operator_unit == kNone) {
           f.operator_unit = NewUnit(NormalizedName(op.name, name), parent_scope, op.ts_ns,
                                     op.position, thread, kReferenced);
+        }
+        if (const OpModel model = ModelOf(op.name, name); model != OpModel::kNone) {
+          f.shaped_op = ShapedOpOf(op, model, name, shapes);
+          f.family = FamilyOf(model);
         }
         break;
       case HostOpKind::kAnnotation:
@@ -305,9 +316,31 @@ class UnitLinker {
     return f;
   }
 
+  // Close() ends `closing`, whose enclosing open event is `parent` (nullptr: none): a cpu_op with
+  // a model counts in its unit unless an op of its family counted inside it, and a unit's count
+  // is final when its top-level op closes.
+  void Close(const Frame& closing, Frame* parent) {
+    uint8_t counted = closing.counted_inside;
+    if (closing.shaped_op != kNone) {
+      const auto bit = static_cast<uint8_t>(1u << static_cast<unsigned>(closing.family));
+      if ((counted & bit) == 0) {
+        ++open_work_[closing.operator_unit][closing.shaped_op];
+        counted |= bit;
+      }
+    }
+    if (parent != nullptr) parent->counted_inside |= counted;
+    const bool unit_closes = closing.operator_unit != kNone &&
+                             (parent == nullptr || parent->operator_unit != closing.operator_unit);
+    if (unit_closes) FinishUnitWork(closing.operator_unit);
+  }
+
   // ForgetHostNames() starts a new numbering of host names (a streamed chunk's own): the
   // normalised names stay, only the cache by host name goes.
-  void ForgetHostNames() { normalized_.clear(); }
+  void ForgetHostNames() {
+    normalized_.clear();
+    models_.clear();
+    shaped_op_of_host_.clear();
+  }
 
   // Link() gives `call`'s correlation id, unless an earlier call carried it, the unit its
   // kernels go to: that of the outermost cpu_op or else the nearest annotation above the call
@@ -336,11 +369,11 @@ class UnitLinker {
   CpuSideBytes Bytes() const {
     CpuSideBytes b;
     b.units = pending_.size() * (sizeof(PendingUnit) + sizeof(uint8_t)) + BytesOf(tree_.units);
-    b.names += BytesOf(tree_.families) + BytesOf(tree_.name_family);
     b.correlation_index = correlations_.bytes() + BytesOf(links_);
-    b.names = BytesOf(tree_.names) + BytesOf(tree_.scopes) + BytesOf(tree_.steps) +
-              BytesOf(normalized_) + name_ids_.capacity() * (sizeof(std::string) + 8) +
-              scope_ids_.capacity() * 16;
+    b.names = BytesOf(tree_.families) + BytesOf(tree_.name_family) + BytesOf(tree_.names) +
+              BytesOf(tree_.scopes) + BytesOf(tree_.steps) + BytesOf(normalized_) +
+              name_ids_.capacity() * (sizeof(std::string) + 8) + scope_ids_.capacity() * 16;
+    b.work = WorkBytes();
     return b;
   }
 
@@ -383,6 +416,67 @@ class UnitLinker {
     pending_.push_back(PendingUnit{ts_ns, name, scope, position, thread});
     unit_flags_.push_back(flags);
     return static_cast<uint32_t>(pending_.size() - 1);
+  }
+
+  // ModelOf() is OpModelOf() of a host name, told once per distinct name.
+  OpModel ModelOf(uint32_t host_name, std::string_view name) {
+    if (host_name >= models_.size()) models_.resize(host_name + 1, kUntold);
+    uint8_t& model = models_[host_name];
+    if (model == kUntold) model = static_cast<uint8_t>(OpModelOf(name));
+    return static_cast<OpModel>(model);
+  }
+
+  // ShapedOpOf() is the shaped op of `op`, named `name` with recorded arguments `shapes`, told
+  // once per distinct host name and shapes id (of the chunk, when streamed).
+  uint32_t ShapedOpOf(const HostOp& op, OpModel model, std::string_view name,
+                      std::string_view shapes) {
+    auto [cached, added] = shaped_op_of_host_.try_emplace((uint64_t{op.name} << 32) | op.shapes, 0);
+    if (added) cached->second = InternShapedOp(model, name, shapes);
+    return cached->second;
+  }
+
+  uint32_t InternShapedOp(OpModel model, std::string_view name, std::string_view shapes) {
+    std::string key = StrCat(name, "\x1e", shapes);
+    auto [it, inserted] =
+        shaped_op_ids_.try_emplace(std::move(key), static_cast<uint32_t>(tree_.shaped_ops.size()));
+    if (inserted)
+      tree_.shaped_ops.push_back(ShapedOp{model, std::string(name), std::string(shapes)});
+    return it->second;
+  }
+
+  // FinishUnitWork() makes the ops counted in `unit` a work set, shared with the units that
+  // counted the same ones: a model's layers repeat their shapes.
+  void FinishUnitWork(uint32_t unit) {
+    auto it = open_work_.find(unit);
+    if (it == open_work_.end()) return;
+    std::vector<UnitWork> set;
+    for (const auto& [op, count] : it->second) set.push_back(UnitWork{op, count});
+    std::sort(set.begin(), set.end(),
+              [](const UnitWork& a, const UnitWork& b) { return a.shaped_op < b.shaped_op; });
+    open_work_.erase(it);
+    std::string key(reinterpret_cast<const char*>(set.data()), set.size() * sizeof(UnitWork));
+    auto [id, inserted] = work_set_ids_.try_emplace(
+        std::move(key), static_cast<uint32_t>(tree_.work_sets.size() - 1));
+    if (inserted) {
+      tree_.work.insert(tree_.work.end(), set.begin(), set.end());
+      tree_.work_sets.push_back(static_cast<uint32_t>(tree_.work.size()));
+    }
+    pending_work_[unit] = id->second;
+  }
+
+  uint64_t WorkBytes() const {
+    uint64_t bytes = BytesOf(tree_.work) + BytesOf(tree_.work_sets) + BytesOf(models_) +
+                     tree_.shaped_ops.capacity() * sizeof(ShapedOp) +
+                     shaped_op_ids_.capacity() * (sizeof(std::string) + 8) +
+                     work_set_ids_.capacity() * (sizeof(std::string) + 8) +
+                     shaped_op_of_host_.capacity() * 16 + pending_work_.capacity() * 8;
+    // A shaped op is held twice: as the tree's entry and as the key "name\x1eshapes".
+    for (const ShapedOp& op : tree_.shaped_ops) {
+      bytes += 2 * (op.name.capacity() + op.shapes.capacity()) + 1;
+    }
+    bytes += tree_.work.size() * sizeof(UnitWork);  // the work sets' keys
+    for (const auto& [unit, ops] : open_work_) bytes += 16 + ops.capacity() * 12;
+    return bytes;
   }
 
   uint32_t ChildScope(uint32_t parent, uint32_t name) {
@@ -542,6 +636,12 @@ class UnitLinker {
       pending_.pop_front();
       if (new_index[u] == kNone) new_index[u] = dropped++;
     }
+    if (!pending_work_.empty()) {
+      tree_.unit_work.assign(kept, kNoWork);
+      for (const auto& [unit, set] : pending_work_) {
+        if (new_index[unit] < kept) tree_.unit_work[new_index[unit]] = set;
+      }
+    }
     for (size_t i = 0; i < tree_.units.size(); ++i) {
       while (new_index[i] != i) {
         const uint32_t to = new_index[i];
@@ -550,6 +650,9 @@ class UnitLinker {
       }
     }
     tree_.units.resize(kept);
+    pending_work_ = absl::flat_hash_map<uint32_t, uint32_t>();
+    shaped_op_ids_ = StringMap<uint32_t>();
+    work_set_ids_ = StringMap<uint32_t>();
     pending_ = std::deque<PendingUnit>();
     unit_flags_ = std::deque<uint8_t>();
     latest_end_ = std::vector<int64_t>();
@@ -585,6 +688,16 @@ class UnitLinker {
   StringMap<uint32_t> name_ids_;
   std::vector<uint32_t> normalized_;  // per host name: NormalizedName()
   StringMap<uint32_t> family_ids_;
+  // The perf models' counts: per host name its model (kUntold until asked), the shaped ops and
+  // work sets by content, per unit its work set.
+  static constexpr uint8_t kUntold = UINT8_MAX;
+  std::vector<uint8_t> models_;
+  StringMap<uint32_t> shaped_op_ids_;
+  StringMap<uint32_t> work_set_ids_;
+  absl::flat_hash_map<uint64_t, uint32_t> shaped_op_of_host_;  // (host name, shapes) -> op
+  // Per open unit, the ops counted so far: shaped op -> instances.
+  absl::flat_hash_map<uint32_t, absl::flat_hash_map<uint32_t, uint32_t>> open_work_;
+  absl::flat_hash_map<uint32_t, uint32_t> pending_work_;
 };
 
 // NestAnyOrder() nests a collected CPU side into `linker`, thread by thread: ops by start,
@@ -615,12 +728,19 @@ void NestAnyOrder(const TraceHost& host, UnitLinker* linker, CpuSideBytes* bytes
   std::vector<uint32_t> stack;
   uint32_t thread = kNone;
   size_t c = 0;
+  auto close_top = [&] {
+    const uint32_t closing = stack.back();
+    stack.pop_back();
+    linker->Close(frames[closing], stack.empty() ? nullptr : &frames[stack.back()]);
+  };
   auto enter_thread = [&](uint32_t t) {
-    if (t != thread) stack.clear();
+    if (t != thread) {
+      while (!stack.empty()) close_top();
+    }
     thread = t;
   };
   auto close_before = [&](int64_t ts) {
-    while (!stack.empty() && frames[stack.back()].end_ns <= ts) stack.pop_back();
+    while (!stack.empty() && frames[stack.back()].end_ns <= ts) close_top();
   };
   auto place_calls_before = [&](uint32_t t, int64_t ts, bool inclusive) {
     for (; c < call_order.size(); ++c) {
@@ -639,10 +759,13 @@ void NestAnyOrder(const TraceHost& host, UnitLinker* linker, CpuSideBytes* bytes
     enter_thread(ops[i].thread);
     close_before(ops[i].ts_ns);
     const Frame* parent = stack.empty() ? nullptr : &frames[stack.back()];
-    frames[i] = linker->Open(parent, ops[i], host.names[ops[i].name], ops[i].thread);
+    const std::string_view shapes =
+        ops[i].shapes == kNoShapes ? std::string_view() : host.shapes[ops[i].shapes];
+    frames[i] = linker->Open(parent, ops[i], host.names[ops[i].name], shapes, ops[i].thread);
     stack.push_back(i);
   }
   place_calls_before(UINT32_MAX, INT64_MAX, true);
+  while (!stack.empty()) close_top();
   for (uint32_t k = 0; k < calls.size(); ++k) {
     const uint32_t innermost = call_innermost[k];
     linker->Link(innermost == kNone ? nullptr : &frames[innermost], calls[k],
@@ -689,8 +812,13 @@ struct CpuSideStream::Impl {
     int64_t op_ts = 0, op_dur = 0, call_ts = 0;
     HostOpKind op_kind = HostOpKind::kStep;
 
-    void CloseBefore(int64_t ts) {
-      while (!open.empty() && open.back().end_ns <= ts) open.pop_back();
+    // CloseBefore() closes the open events that end by `ts` (all for INT64_MAX: the trace's end).
+    void CloseBefore(int64_t ts, UnitLinker* linker) {
+      while (!open.empty() && open.back().end_ns <= ts) {
+        const Frame closing = open.back();
+        open.pop_back();
+        linker->Close(closing, open.empty() ? nullptr : &open.back());
+      }
     }
     const Frame* innermost() const { return open.empty() ? nullptr : &open.back(); }
     // OpInOrder() says whether `op` comes after every event seen on the thread in nesting order:
@@ -739,7 +867,9 @@ struct CpuSideStream::Impl {
         HostOp op = chunk.ops[o++];
         op.thread = chunk_threads[op.thread];
         op.position = static_cast<uint32_t>(first_position + op.position);
-        if (!Open(op, chunk.names[op.name])) return false;
+        const std::string_view shapes =
+            op.shapes == kNoShapes ? std::string_view() : chunk.shapes[op.shapes];
+        if (!Open(op, chunk.names[op.name], shapes)) return false;
       } else {
         RuntimeCall call = chunk.calls[c++];
         call.thread = chunk_threads[call.thread];
@@ -750,15 +880,15 @@ struct CpuSideStream::Impl {
     return true;
   }
 
-  bool Open(const HostOp& op, std::string_view name) {
+  bool Open(const HostOp& op, std::string_view name, std::string_view shapes) {
     Thread& t = state[op.thread];
     if (!t.OpInOrder(op)) return OutOfOrder(KindName(op.kind), op.position, op.thread);
     t.any_op = true;
     t.op_ts = op.ts_ns;
     t.op_dur = op.dur_ns;
     t.op_kind = op.kind;
-    t.CloseBefore(op.ts_ns);
-    const Frame f = linker.Open(t.innermost(), op, name, op.thread);
+    t.CloseBefore(op.ts_ns, &linker);
+    const Frame f = linker.Open(t.innermost(), op, name, shapes, op.thread);
     t.open.push_back(f);
     return true;
   }
@@ -768,7 +898,7 @@ struct CpuSideStream::Impl {
     if (!t.CallInOrder(call)) return OutOfOrder("runtime call", call.position, call.thread);
     t.any_call = true;
     t.call_ts = call.ts_ns;
-    t.CloseBefore(call.ts_ns);
+    t.CloseBefore(call.ts_ns, &linker);
     linker.Link(t.innermost(), call, name, call.thread);
     return true;
   }
@@ -791,6 +921,7 @@ struct CpuSideStream::Impl {
 
   OpTree Finish(const TraceProfile& profile, CpuSideBytes* held) {
     const CpuSideBytes streamed = Bytes();
+    for (Thread& t : state) t.CloseBefore(INT64_MAX, &linker);
     state = std::vector<Thread>();
     OpTree tree = linker.Finish(profile, threads, events_without_times, held);
     held->nesting = streamed.nesting;

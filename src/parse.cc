@@ -211,6 +211,8 @@ struct EventFields {
   KernelEvent kernel;                  // args, read when the event may be a kernel or a transfer
   std::string_view pid_raw;            // a GPU event's device when its args name none
   std::string_view tid_raw;            // read with ParseOptions::host_activity only
+  // A cpu_op's recorded arguments (raw JSON), read with ParseOptions::host_activity only.
+  std::string_view input_dims, input_types, concrete_inputs;
 };
 
 constexpr std::string_view kModulePrefix = "nn.Module: ";
@@ -279,6 +281,9 @@ struct ChunkParser::Impl {
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_names;
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_host_names;
   StringMap<uint32_t> local_threads;
+  StringMap<uint32_t> local_shapes;
+  std::vector<OpModel> host_name_model;  // per host name of the chunk: OpModelOf()
+  std::string shapes_key;                // Shapes()'s scratch
   std::string last_pid, last_tid;
   uint32_t last_thread = 0;
   double read_cpu_seconds = 0;  // of the last LayOut()
@@ -295,6 +300,7 @@ struct ChunkParser::Impl {
     if (capacity <= kKeptCapacity) return;
     local_names.clear();
     local_host_names.clear();
+    local_shapes.clear();
     buffer = HugePageBuffer();
     parser = od::parser();
     capacity = 0;
@@ -493,9 +499,27 @@ struct ChunkParser::Impl {
     }
     std::string_view name = f.name;
     if (*kind == HostOpKind::kModule) name.remove_prefix(kModulePrefix.size());
+    const uint32_t name_id = Intern(name, &local_host_names, &host.names);
     host.ops.push_back(
-        HostOp{*ts, *dur, thread, Intern(name, &local_host_names, &host.names), *kind, position});
+        HostOp{*ts, *dur, thread, name_id, *kind, position, Shapes(f, name_id, &host)});
     return absl::OkStatus();
+  }
+
+  // Shapes() interns a cpu_op's recorded arguments when a perf model reads them: an op with a
+  // model (told once per distinct name) and recorded dims.
+  uint32_t Shapes(const EventFields& f, uint32_t name_id, HostActivity* host) {
+    while (host_name_model.size() < host->names.size()) {
+      host_name_model.push_back(OpModelOf(host->names[host_name_model.size()]));
+    }
+    if (f.kind != EventKind::kOperator || f.input_dims.empty() ||
+        host_name_model[name_id] == OpModel::kNone) {
+      return kNoShapes;
+    }
+    shapes_key.assign(f.input_dims);
+    shapes_key.append(1, '\x1f').append(f.input_types).append(1, '\x1f').append(f.concrete_inputs);
+    auto [slot, inserted] = local_shapes.try_emplace(shapes_key, 0);
+    if (inserted) slot->second = host->shapes.Append(shapes_key);
+    return slot->second;
   }
 
   static std::optional<HostOpKind> HostOpKindOf(const EventFields& f) {
@@ -671,12 +695,36 @@ simdjson::error_code ReadStringField(od::value value, std::string_view* out, boo
   return !*have && BareWord(raw) ? simdjson::TAPE_ERROR : simdjson::SUCCESS;
 }
 
-// ReadKernelArgs() takes correlation, external id, stream, device and the roctracer-only `kind`
-// from a kernel's `args`.
-simdjson::error_code ReadKernelArgs(od::value value, KernelEvent* k) {
+// OpArgSlot() is where a cpu_op's recorded argument named `key` goes (profiler
+// record_shapes=True), nullptr for other keys: the perf models read them, once per distinct value.
+std::string_view* OpArgSlot(od::raw_json_string key, EventFields* f) {
+  return key == "Input Dims"        ? &f->input_dims
+         : key == "Input type"      ? &f->input_types
+         : key == "Concrete Inputs" ? &f->concrete_inputs
+                                    : nullptr;
+}
+
+// ReadRawList() takes a list as raw JSON; anything else is left unread.
+simdjson::error_code ReadRawList(od::value v, std::string_view* raw) {
+  od::array list;
+  if (v.get_array().get(list) != simdjson::SUCCESS) return simdjson::SUCCESS;
+  // simdjson's view runs to the next token: the whitespace after the list goes, so that the same
+  // shapes make the same key however the file is indented.
+  const simdjson::error_code err = list.raw_json().get(*raw);
+  *raw = TrimRight(*raw);
+  return err;
+}
+
+// ReadArgs() takes, with `kernel_args`, correlation, external id, stream, device and the
+// roctracer-only `kind` from a GPU event's or a launch's `args`, and with `op_args` a cpu_op's
+// recorded arguments: an event whose `cat` comes after its args may be either.
+simdjson::error_code ReadArgs(od::value value, bool kernel_args, bool op_args, EventFields* f) {
   od::object args;
   if (value.get_object().get(args) != simdjson::SUCCESS) return simdjson::SUCCESS;
-  return ForEachField(args, [k](od::raw_json_string key, od::value v) {
+  KernelEvent* k = &f->kernel;
+  return ForEachField(args, [=](od::raw_json_string key, od::value v) {
+    if (std::string_view* raw = op_args ? OpArgSlot(key, f) : nullptr) return ReadRawList(v, raw);
+    if (!kernel_args) return simdjson::SUCCESS;
     int64_t n;
     if (key == "correlation") {
       if (ReadInteger(v, &n)) {
@@ -718,7 +766,9 @@ simdjson::error_code ReadEvent(od::object event, bool host, EventFields* f) {
     } else if (key == "dur") {
       f->dur_raw = value.raw_json_token();
     } else if (key == "args" && wants_args(*f)) {
-      return ReadKernelArgs(value, &f->kernel);
+      return ReadArgs(value, true, host && !f->have_cat, f);
+    } else if (key == "args" && host && f->kind == EventKind::kOperator) {
+      return ReadArgs(value, false, true, f);
     } else if (key == "pid") {
       f->pid_raw = value.raw_json_token();
     } else if (host && key == "tid") {
@@ -786,6 +836,8 @@ absl::Status ChunkParser::ParseInBuffers(const EventChunk& chunk, const std::str
   im.local_names.clear();
   im.local_host_names.clear();
   im.local_threads.clear();
+  im.local_shapes.clear();
+  im.host_name_model.clear();
   for (auto item : events) {
     od::object event;
     EventFields f;

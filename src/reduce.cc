@@ -541,12 +541,14 @@ void TraceReducer::CollectHost(const ParsedChunk& chunk, uint64_t first_position
   if (local.ops.empty() && local.calls.empty()) return;
   InternAll(local.names, &host_name_ids_, &host.names, &host_names_to_global_);
   InternAll(local.threads, &host_thread_ids_, &host.threads, &host_threads_to_global_);
+  InternAll(local.shapes, &host_shape_ids_, &host.shapes, &host_shapes_to_global_);
   auto position = [first_position](uint32_t p) {
     return static_cast<uint32_t>(first_position + p);
   };
   for (HostOp op : local.ops) {
     op.thread = host_threads_to_global_[op.thread];
     op.name = host_names_to_global_[op.name];
+    if (op.shapes != kNoShapes) op.shapes = host_shapes_to_global_[op.shapes];
     op.position = position(op.position);
     host.ops.push_back(op);
   }
@@ -562,11 +564,12 @@ uint64_t TraceHost::CollectedBytes() const {
   uint64_t bytes = ops.capacity() * sizeof(HostOp) + calls.capacity() * sizeof(RuntimeCall);
   for (const std::string& s : names) bytes += sizeof(s) + s.capacity();
   for (const std::string& s : threads) bytes += sizeof(s) + s.capacity();
+  for (const std::string& s : shapes) bytes += sizeof(s) + s.capacity();
   return bytes;
 }
 
 void TraceHost::Append(const TraceHost& later) {
-  StringMap<uint32_t> name_ids, thread_ids;
+  StringMap<uint32_t> name_ids, thread_ids, shape_ids;
   auto intern = [](const std::vector<std::string>& from, StringMap<uint32_t>* ids,
                    std::vector<std::string>* strings) {
     for (uint32_t i = 0; i < strings->size(); ++i) ids->try_emplace((*strings)[i], i);
@@ -580,9 +583,11 @@ void TraceHost::Append(const TraceHost& later) {
   };
   const std::vector<uint32_t> name = intern(later.names, &name_ids, &names);
   const std::vector<uint32_t> thread = intern(later.threads, &thread_ids, &threads);
+  const std::vector<uint32_t> shape = intern(later.shapes, &shape_ids, &shapes);
   for (HostOp op : later.ops) {
     op.name = name[op.name];
     op.thread = thread[op.thread];
+    if (op.shapes != kNoShapes) op.shapes = shape[op.shapes];
     ops.push_back(op);
   }
   for (RuntimeCall call : later.calls) {
@@ -610,6 +615,7 @@ TraceProfile TraceReducer::Finish(TraceMetadata metadata, Platform classified_wi
   group_ids_.Clear();
   host_name_ids_.clear();
   host_thread_ids_.clear();
+  host_shape_ids_.clear();
   return std::move(p);
 }
 

@@ -224,7 +224,11 @@ std::string SectionOf(const std::string& html, const std::string& id) {
 // OneFamily() is an op side whose instances run one kernel family (a literal, which the side
 // views, as it views the names an OpComparison holds).
 OpSide OneFamily(uint64_t instances, std::string_view family, int64_t time_ns) {
-  return {instances, {{family, instances, time_ns}}, time_ns};
+  OpSide side;
+  side.instances = instances;
+  side.kernels = {{family, instances, time_ns}};
+  side.time_ns = time_ns;
+  return side;
 }
 
 // One matched op whose instances run A, B, A on trace 1 and A, A on trace 2: trace 2 fuses B

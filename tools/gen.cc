@@ -239,6 +239,40 @@ uint64_t ParseSize(const std::string& s) {
 
 enum class Layout { kKineto, kLines, kCompact };
 
+// RecordedShapes() are the args a profiler with record_shapes=True adds to a cpu_op: its inputs'
+// dims, types and scalar values, for a decode step of 16 tokens of a 4096-wide bf16 model, so
+// that the perf models (docs/perf-models.md) have GEMMs, attention, copies and element-wise ops
+// to count.
+std::string_view RecordedShapes(std::string_view op) {
+  static const std::map<std::string_view, std::string_view> kShapes = {
+      {"aten::addmm",
+       R"(, "Input Dims": [[4096], [16, 4096], [4096, 4096], [], []], "Input type": )"
+       R"(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"], )"
+       R"("Concrete Inputs": ["", "", "", "1", "1"])"},
+      {"aten::mm", R"(, "Input Dims": [[16, 4096], [4096, 4096]], "Input type": )"
+                   R"(["c10::BFloat16", "c10::BFloat16"], "Concrete Inputs": ["", ""])"},
+      {"aten::_scaled_dot_product_flash_attention",
+       R"(, "Input Dims": [[1, 32, 16, 128], [1, 8, 16, 128], [1, 8, 16, 128], [], [], [], []], )"
+       R"("Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar", )"
+       R"("Scalar", "Scalar"], "Concrete Inputs": ["", "", "", "0.", "True", "False", "0.08"])"},
+      {"aten::copy_",
+       R"(, "Input Dims": [[16, 4096], [16, 4096], []], "Input type": )"
+       R"(["c10::BFloat16", "float", "Scalar"], "Concrete Inputs": ["", "", "False"])"},
+      {"aten::argmax",
+       R"(, "Input Dims": [[16, 128256], [], []], "Input type": )"
+       R"(["c10::BFloat16", "Scalar", "Scalar"], "Concrete Inputs": ["", "-1", "False"])"},
+      {"aten::empty", R"(, "Input Dims": [[], [], [], [], [], []], "Input type": )"
+                      R"(["GenericList", "Scalar", "", "", "", ""], "Concrete Inputs": )"
+                      R"(["[16, 4096]", "15", "", "", "", ""])"},
+  };
+  constexpr std::string_view kElementwise =
+      R"(, "Input Dims": [[16, 4096], [16, 4096]], "Input type": )"
+      R"(["c10::BFloat16", "c10::BFloat16"], "Concrete Inputs": ["", ""])";
+  const auto it = kShapes.find(op);
+  if (it != kShapes.end()) return it->second;
+  return op.substr(0, 6) == "aten::" ? kElementwise : std::string_view();
+}
+
 // Kineto's separators between two fields of an event, where the one-line layouts write ", "
 // (Writer::Sep). Its writer (libkineto's output_json.cpp, 2024) formats an event from fixed lines
 // ("ph" to "tid", then "ts" and "dur", then "args"), and a GPU event's args from the tracer's
@@ -453,6 +487,7 @@ class EventWriter {
     w_.Sep(kGlued);
     w_.Raw("\"Record function id\": 0, \"Ev Idx\": ");
     w_.Int(static_cast<int64_t>(ext));
+    w_.Raw(RecordedShapes(name));
     EndComplete();
   }
   void Runtime(std::string_view name, int64_t ts, int64_t dur, uint64_t ext, uint64_t corr) {

@@ -21,6 +21,7 @@
 
 #include "tracefuse/analyze.h"
 #include "tracefuse/op_tree.h"
+#include "tracefuse/op_work.h"
 
 namespace tracefuse {
 
@@ -37,6 +38,7 @@ bool EditDistanceExceeds(const std::vector<uint32_t>& a, const std::vector<uint3
 struct OpCompareOptions {
   uint32_t edit_cap = 2000;  // per step
   size_t top_instances = 20;
+  const GpuSpecs* gpu_specs = nullptr;  // the peak table; nullptr: BuiltinGpuSpecs()
 };
 
 // OpKernels is one kernel family's kernels under a unit or a table row. The family's name is
@@ -53,6 +55,7 @@ struct OpSide {
   uint64_t instances = 0;
   std::vector<OpKernels> kernels;
   int64_t time_ns = 0;
+  WorkTotals work;  // what the perf models count in its units (op_work.h)
 };
 
 // TimeDelta() is trace 1's kernel time minus trace 2's; TimeRatio() is trace 1's over trace 2's,
@@ -114,6 +117,9 @@ struct OpTraceSummary {
   uint64_t steps = 0;
   uint64_t top_level_ops = 0;             // units
   uint64_t cpu_events_without_times = 0;  // skipped: ts or dur not a number
+  std::string gpu;                        // deviceProperties' name, "" for none
+  std::optional<GpuPeak> peak;            // its row of the peak table; nullopt: not found
+  WorkTotals work;                        // over all its units
 };
 
 // FusionDifferenceKind is the rule that found a fusion difference (see FindFusionDifferences()).
@@ -197,6 +203,8 @@ struct OpComparison {
   std::vector<OpRow> ops;                        // by |delta| (descending), op, scope, matched
   std::vector<UnmatchedGroup> unmatched_groups;  // by step, then position
   std::vector<MatchedInstance> top_instances;    // by |delta| (descending), step, index
+  // Per category of each trace's rule set: the FLOPs its units credit to it (CategoryWorkOf()).
+  PerSide<std::vector<CategoryWork>> category_work;
   // Filled by FindFusionDifferences(): by saving (descending), then kind, scope, op, and the
   // unfused side's then the fused side's kernel types and ops, so that the order does not depend
   // on which trace is which.
@@ -215,6 +223,19 @@ struct OpComparison {
 // that no runtime call launched.
 OpComparison CompareOps(PerSide<const TraceProfile*> profiles, PerSide<const OpTree*> trees,
                         const OpCompareOptions& options = OpCompareOptions());
+
+// PeakGap is a matched op row whose sides reach different fractions of their GPUs' peaks: the
+// time the less efficient side would save at the other's percent of peak.
+struct PeakGap {
+  const OpRow* row = nullptr;
+  Side behind = Side::kTrace1;  // the side further from its peak
+  PerSide<Achieved> achieved;
+  int64_t saving_ns = 0;  // behind's time x (1 - its percent / the other's)
+};
+
+// FurthestFromPeak() are `ops`' matched rows with a percent of peak on both sides, by saving
+// (descending), then op and scope.
+std::vector<PeakGap> FurthestFromPeak(const OpComparison& ops);
 
 // FindFusionDifferences() turns `ops`' candidates into its fusion differences, reading each
 // trace's kernel records (which must still be those BuildOpTree() read) three times, in start

@@ -9,7 +9,7 @@
 //     longer and enclosing kinds first; a runtime call after the ops that start at or before it),
 //     events are nested as they arrive with a stack per thread, and what stays is per unit (the
 //     units, their links) and per correlation id (4 bytes in pages), not per event;
-//   - any-order: the CPU side is collected whole (32 bytes per op or runtime call) and nested
+//   - any-order: the CPU side is collected whole (40 bytes per op, 32 per runtime call) and nested
 //     once, after the last chunk, in O(n log n). It is the fallback, chosen per trace: for input
 //     that cannot be read twice, and from the first chunk with an event out of order (then the
 //     pipeline reads the CPU events before that chunk again). Kineto writes cpu_ops, Python
@@ -95,6 +95,22 @@ struct StepSpan {
   uint32_t position = 0;
 };
 
+inline constexpr uint32_t kNoWork = UINT32_MAX;
+
+// ShapedOp is a cpu_op a perf model applies to (OpModelOf()), with its recorded arguments as the
+// parser keeps them (HostActivity::shapes; "" when the trace records none).
+struct ShapedOp {
+  OpModel model = OpModel::kNone;
+  std::string name;
+  std::string shapes;
+};
+
+// UnitWork is `count` instances of one ShapedOp counted in a unit.
+struct UnitWork {
+  uint32_t shaped_op = 0;  // index into OpTree::shaped_ops
+  uint32_t count = 0;
+};
+
 // OpTree is one trace's kernels by the unit that launched them.
 struct OpTree {
   std::vector<std::string> names;     // op names and module names, normalised
@@ -109,6 +125,13 @@ struct OpTree {
   // Kernels no runtime call launched, by family: by time (descending), then family.
   std::vector<UnitKernels> no_launch_kernels;
   std::vector<uint32_t> group_unit;  // per correlation group of the profile: its unit, or kNoUnit
+  // What the perf models read (docs/perf-models.md, "Which ops count"): per unit, the ops counted
+  // in it, as a set of UnitWork shared by the units that count the same ops with the same shapes.
+  // Set s is work[work_sets[s], work_sets[s + 1]). unit_work is empty when no op has a model.
+  std::vector<ShapedOp> shaped_ops;
+  std::vector<UnitWork> work;
+  std::vector<uint32_t> work_sets{0};
+  std::vector<uint32_t> unit_work;  // per unit: its set, or kNoWork
 
   uint64_t kernels = 0;
   int64_t kernel_time_ns = 0;
@@ -128,8 +151,11 @@ struct CpuSideBytes {
   uint64_t nesting = 0;            // open events per thread (streamed), or per event (any-order)
   uint64_t collected_events = 0;   // the CPU events kept whole (any-order)
   uint64_t names = 0;              // op, module and thread names, scopes, steps
+  uint64_t work = 0;               // the perf models' shaped ops and work sets
 
-  uint64_t total() const { return units + correlation_index + nesting + collected_events + names; }
+  uint64_t total() const {
+    return units + correlation_index + nesting + collected_events + names + work;
+  }
 };
 
 // CpuSideStream nests one trace's CPU side chunk by chunk, in input order (TraceReducer feeds

@@ -79,6 +79,51 @@ enum class HostOpKind : uint8_t {
   kOperator,    // a cpu_op ("Operator" in 2021-era traces)
 };
 
+// OpModel is the perf model (analyze's perf_model.h) that applies to a cpu_op, told by its
+// exact name (docs/perf-models.md): the parser keeps the shapes of these ops only.
+enum class OpModel : uint8_t {
+  kNone,
+  // GEMM
+  kMm,
+  kAddmm,
+  kBmm,
+  kBaddbmm,
+  kScaledMm,
+  // attention
+  kSdpaFlash,
+  kSdpaEfficient,
+  kSdpaCudnn,
+  kFlashForward,
+  kEfficientForward,
+  kSdpaFlashBackward,
+  kSdpaEfficientBackward,
+  kSdpaCudnnBackward,
+  kFlashBackward,
+  kEfficientBackward,
+  // convolution
+  kConvolution,  // aten::convolution, aten::_convolution
+  kCudnnConvolution,
+  kMiopenConvolution,
+  kConvolutionBackward,
+  // memory-bound: bytes only
+  kElementwise,
+  kReduction,
+  kNormalization,  // forward and backward
+  kSoftmax,        // forward and backward
+  kCopy,
+};
+
+// OpModelFamily is what an op counts as: of nested ops of one family, only the innermost that
+// has a model counts (aten::convolution > aten::_convolution > aten::cudnn_convolution).
+enum class OpModelFamily : uint8_t { kNone, kGemm, kAttention, kConvolution, kMemory };
+
+// OpModelOf() is the model of a cpu_op named `name`, kNone for ops without one.
+OpModel OpModelOf(std::string_view name);
+OpModelFamily FamilyOf(OpModel model);
+
+// kNoShapes is HostOp::shapes for an op whose shapes are not kept.
+inline constexpr uint32_t kNoShapes = UINT32_MAX;
+
 // HostOp is one CPU-side event of a kind above; times in nanoseconds.
 struct HostOp {
   int64_t ts_ns = 0;
@@ -87,6 +132,8 @@ struct HostOp {
   uint32_t name = 0;    // index into ParsedChunk::host.names (for kModule: less "nn.Module: ")
   HostOpKind kind = HostOpKind::kOperator;
   uint32_t position = 0;  // the event's position among the chunk's events
+  // A cpu_op with a model (OpModelOf()): index into HostActivity::shapes; else kNoShapes.
+  uint32_t shapes = kNoShapes;
 };
 
 // RuntimeCall is a CUDA/HIP runtime or driver call that carries a correlation id: a launch, as
@@ -127,12 +174,17 @@ struct HostActivity {
   std::vector<RuntimeCall> calls;
   InternedStrings names;
   InternedStrings threads;
+  // The recorded arguments of cpu_ops with a model, distinct per chunk: the raw JSON of
+  // args."Input Dims", args."Input type" and args."Concrete Inputs" ("" when absent), joined by
+  // '\x1f' (perf_model.h's ParseOpShapes() reads them).
+  InternedStrings shapes;
 
   void Clear() {
     ops.clear();
     calls.clear();
     names.Clear();
     threads.Clear();
+    shapes.Clear();
   }
 };
 

@@ -225,8 +225,8 @@ enum class CpuSidePath : uint8_t {
 
 // TraceHost is a trace's CPU side, read from chunks parsed with ParseOptions::host_activity (the
 // op-level comparison, op_tree.h). Streamed, it is `stream`; otherwise ops and runtime calls in
-// trace order, each `position` the event's index in the trace, names and threads interned per
-// trace: 32 bytes per op or call.
+// trace order, each `position` the event's index in the trace, names, threads and shapes interned
+// per trace: 40 bytes per op, 32 per call.
 struct TraceHost {
   CpuSidePath path = CpuSidePath::kNotRead;
   std::string any_order_reason;  // kAnyOrder: why the CPU side was not streamed
@@ -238,6 +238,7 @@ struct TraceHost {
   std::vector<RuntimeCall> calls;
   std::vector<std::string> names;
   std::vector<std::string> threads;  // "PID\tTID", the raw JSON of both
+  std::vector<std::string> shapes;   // HostActivity::shapes, interned per trace
   uint64_t events_without_times = 0;
 
   // CollectedBytes() is what the collected events hold (kAnyOrder).
@@ -381,8 +382,10 @@ class TraceReducer {
   ChunkSummary summary_;                         // for Consume() without one
   StringMap<uint32_t> host_name_ids_;
   StringMap<uint32_t> host_thread_ids_;
+  StringMap<uint32_t> host_shape_ids_;
   std::vector<uint32_t> host_names_to_global_;    // chunk's host names to the trace's
   std::vector<uint32_t> host_threads_to_global_;  // chunk's threads to the trace's
+  std::vector<uint32_t> host_shapes_to_global_;   // chunk's recorded shapes to the trace's
 
   CpuSideReading cpu_side_;
   GpuTimelineReading gpu_reading_;

@@ -9,6 +9,7 @@ namespace {
 struct BreakdownArgs : OneTraceArgs {
   size_t top = 5;
   bool suggest = false;
+  bool by_op = false;
   const CLI::Option* top_option = nullptr;  // whether --top was given: --suggest's own default
 };
 
@@ -19,8 +20,16 @@ int RunBreakdown(const BreakdownArgs& a) {
                 kExitUsage);
   }
   int exit_code = kExitOk;
-  std::optional<TraceProfile> profile = ProfileOne(a, &exit_code);
+  OneTraceArgs reading = a;
+  reading.pipeline.host_activity = a.by_op;
+  std::optional<TraceProfile> profile = ProfileOne(reading, &exit_code);
   if (!profile) return exit_code;
+  std::optional<std::vector<CategoryWork>> work;
+  if (a.by_op) {
+    const OpTree tree = TakeOpTree(&*profile);
+    work = CategoryWorkOf(*profile, tree, WorkOfSets(tree));
+  }
+  const std::vector<CategoryWork>* by_op = work ? &*work : nullptr;
   const TraceProfile& p = *profile;
   std::string out;
   if (a.suggest) {
@@ -29,10 +38,10 @@ int RunBreakdown(const BreakdownArgs& a) {
     options.ruleset = a.ruleset;
     out = SuggestRulesYaml(p, options);
   } else {
-    out = a.format == "json"   ? BreakdownJson(p, a.top)
-          : a.format == "csv"  ? BreakdownCsv(p, a.top)
-          : a.format == "html" ? BreakdownHtml(p, a.top)
-                               : BreakdownText(p, a.top);
+    out = a.format == "json"   ? BreakdownJson(p, a.top, by_op)
+          : a.format == "csv"  ? BreakdownCsv(p, a.top, by_op)
+          : a.format == "html" ? BreakdownHtml(p, a.top, by_op)
+                               : BreakdownText(p, a.top, by_op);
   }
   absl::Status written = WriteOutput(a.output, out);
   return written.ok() ? kExitOk : Fail(written, kExitIo);
@@ -51,6 +60,9 @@ CLI::App* Declare(CLI::App* app, BreakdownArgs* a) {
   cmd->add_flag("--suggest", a->suggest,
                 "instead of the breakdown, write a starter rule file (YAML) with one rule per "
                 "family of similar unclassified kernel names, by time");
+  cmd->add_flag("--by-op", a->by_op,
+                "also link the kernels to their CPU ops, as `ops` does, for each category's "
+                "achieved TFLOP/s where the trace recorded shapes (docs/perf-models.md)");
   return cmd;
 }
 

@@ -15,6 +15,7 @@ struct OpsArgs {
   size_t top = 20;
   std::string csv_table = "ops";
   uint32_t max_edit_distance = OpCompareOptions().edit_cap;
+  std::string gpu_spec;  // "": the built-in peak table
   PipelineOptions pipeline;
 };
 
@@ -22,11 +23,18 @@ int RunOps(const OpsArgs& a) {
   absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
   if (!classifier.ok())
     return Fail(classifier.status(), ExitCodeFor(classifier.status(), kExitUsage));
+  std::optional<GpuSpecs> gpu_specs;
+  if (!a.gpu_spec.empty()) {
+    absl::StatusOr<GpuSpecs> loaded = LoadGpuSpecs(a.gpu_spec);
+    if (!loaded.ok()) return Fail(loaded.status(), ExitCodeFor(loaded.status(), kExitUsage));
+    gpu_specs = std::move(*loaded);
+  }
   PipelineOptions options = a.pipeline;
   std::unique_ptr<ProgressLine> progress = ProgressLine::Start(a.progress, &options);
   OpCompareOptions compare;
   compare.top_instances = a.top;
   compare.edit_cap = a.max_edit_distance;
+  if (gpu_specs) compare.gpu_specs = &*gpu_specs;
   absl::StatusOr<OperatorComparison> c =
       CompareOperators(a.trace1, a.trace2, *classifier, options, compare);
   progress.reset();
@@ -69,6 +77,9 @@ CLI::App* Declare(CLI::App* app, OpsArgs* a) {
                   "per step: past this many inserted and deleted ops, match ops of the same name "
                   "and scope in order instead of aligning the sequences")
       ->capture_default_str();
+  cmd->add_option("--gpu-spec", a->gpu_spec,
+                  "GPU peak table (YAML, the layout of data/gpus.yaml) to use instead of the "
+                  "built-in one for percent of peak");
   AddTraceOptions(cmd, &a->output, &a->ruleset, &a->pipeline);
   AddProgressOption(cmd, &a->progress);
   cmd->add_option("--label1", a->label1, "name for trace 1 (default: its platform)");

@@ -19,8 +19,9 @@ constexpr size_t kNameChars = 160;
 
 class BreakdownHtmlPage {
  public:
-  BreakdownHtmlPage(const TraceProfile& profile, size_t top)
+  BreakdownHtmlPage(const TraceProfile& profile, size_t top, const std::vector<CategoryWork>* work)
       : p_(profile),
+        work_(work),
         total_(KernelTimeNs(profile)),
         categories_(Breakdown(profile, top)),
         doc_("breakdown", StrCat("Kernel time breakdown: ", profile.path)) {}
@@ -39,8 +40,15 @@ class BreakdownHtmlPage {
   void TopKernels();
   void KernelTable(const CategoryBreakdown& c);
   void Unclassified();
+  std::string TflopsCell(const CategoryBreakdown& c) const {
+    if (work_ == nullptr) return "";
+    const std::optional<double> tflops = CategoryTflops(work_, c.category);
+    return tflops ? fmt::format("<td class=\"tflops n\">{:.1f}</td>", *tflops)
+                  : "<td class=\"tflops n\"></td>";
+  }
 
   const TraceProfile& p_;
+  const std::vector<CategoryWork>* work_;  // --by-op; nullptr without
   const int64_t total_;
   const std::vector<CategoryBreakdown> categories_;  // by time, descending: the colour ranks
   HtmlDocument doc_;
@@ -83,16 +91,19 @@ void BreakdownHtmlPage::Categories() {
       "<section id=\"categories\">\n<h2>Kernel time per category</h2>\n"
       "{}<table class=\"categories\">\n<tr><th>category</th>"
       "<th class=\"n\">kernels</th><th class=\"n\">time ms</th><th class=\"n\">share</th>"
-      "<th class=\"n\">avg us</th></tr>\n",
-      BarChartSvg(rows, "Kernel time per category"));
+      "<th class=\"n\">avg us</th>{}</tr>\n",
+      BarChartSvg(rows, "Kernel time per category"),
+      work_ ? "<th class=\"n\" title=\"the FLOPs of the ops whose kernel time is mostly in the "
+              "category, over that time\">TFLOP/s</th>"
+            : "");
   for (size_t i = 0; i < categories_.size(); ++i) {
     const CategoryBreakdown& c = categories_[i];
     doc_.Append(
         "<tr data-category=\"{0}\"><th><span class=\"key {1}\"></span>{0}</th>"
         "<td class=\"count n\">{2}</td><td class=\"time n\">{3}</td>"
-        "<td class=\"share n\">{4:.1f}%</td><td class=\"avg n\">{5:.2f}</td></tr>\n",
+        "<td class=\"share n\">{4:.1f}%</td><td class=\"avg n\">{5:.2f}</td>{6}</tr>\n",
         HtmlEscaped(p_.category_name(c.category)), CategoryColourClass(i), Thousands(c.count),
-        MillisText(c.time_ns), 100 * Share(c.time_ns, total_), AverageMicros(c));
+        MillisText(c.time_ns), 100 * Share(c.time_ns, total_), AverageMicros(c), TflopsCell(c));
   }
   doc_.Append("</table>\n</section>\n");
 }
@@ -145,8 +156,9 @@ void BreakdownHtmlPage::Unclassified() {
 
 }  // namespace
 
-std::string BreakdownHtml(const TraceProfile& profile, size_t top) {
-  return BreakdownHtmlPage(profile, top).Render();
+std::string BreakdownHtml(const TraceProfile& profile, size_t top,
+                          const std::vector<CategoryWork>* work) {
+  return BreakdownHtmlPage(profile, top, work).Render();
 }
 
 }  // namespace tracefuse

@@ -22,13 +22,23 @@ void KernelJson(const TraceProfile& p, const KernelShare& k, PyJsonWriter* w) {
 }
 
 void CategoryJson(const TraceProfile& p, const CategoryBreakdown& c, int64_t total,
-                  PyJsonWriter* w) {
+                  const std::vector<CategoryWork>* work, PyJsonWriter* w) {
   w->BeginObject();
   w->Field("category", p.category_name(c.category));
   w->Field("count", c.count);
   w->Field("time_us", MillisAsMicros(c.time_ns));
   w->Field("time_share", Share(c.time_ns, total));
   w->Field("avg_us", AverageMicros(c));
+  if (work != nullptr) {
+    w->Field("flops", (*work)[c.category].flops);
+    w->Field("flops_time_us", MillisAsMicros((*work)[c.category].time_ns));
+    w->Key("tflops_per_s");
+    if (const std::optional<double> tflops = CategoryTflops(work, c.category)) {
+      w->Value(*tflops);
+    } else {
+      w->Null();
+    }
+  }
   w->Key("top_kernels");
   w->BeginArray();
   for (const KernelShare& k : c.top) KernelJson(p, k, w);
@@ -38,7 +48,8 @@ void CategoryJson(const TraceProfile& p, const CategoryBreakdown& c, int64_t tot
 
 }  // namespace
 
-std::string BreakdownJson(const TraceProfile& p, size_t top) {
+std::string BreakdownJson(const TraceProfile& p, size_t top,
+                          const std::vector<CategoryWork>* work) {
   const int64_t total = KernelTimeNs(p);
   const std::vector<CategoryBreakdown> cats = Breakdown(p, top);
   std::string out;
@@ -56,7 +67,7 @@ std::string BreakdownJson(const TraceProfile& p, size_t top) {
   w.Field("fallback_rule_time_share", Share(fallback.time_ns, total));
   w.Key("categories");
   w.BeginArray();
-  for (const CategoryBreakdown& c : cats) CategoryJson(p, c, total, &w);
+  for (const CategoryBreakdown& c : cats) CategoryJson(p, c, total, work, &w);
   w.EndArray();
   w.Key("unclassified");
   w.BeginArray();

@@ -13,7 +13,8 @@
 
 namespace tracefuse {
 
-std::string BreakdownText(const TraceProfile& p, size_t top) {
+std::string BreakdownText(const TraceProfile& p, size_t top,
+                          const std::vector<CategoryWork>* work) {
   const int64_t total = KernelTimeNs(p);
   const std::vector<CategoryBreakdown> cats = Breakdown(p, top);
   std::string out =
@@ -24,13 +25,16 @@ std::string BreakdownText(const TraceProfile& p, size_t top) {
   size_t width = 8;
   for (const CategoryBreakdown& c : cats)
     width = std::max(width, p.category_name(c.category).size());
-  fmt::format_to(std::back_inserter(out), "  {:<{}}  {:>10}  {:>12}  {:>7}  {:>10}\n", "category",
-                 width, "kernels", "time ms", "share", "avg us");
+  fmt::format_to(std::back_inserter(out), "  {:<{}}  {:>10}  {:>12}  {:>7}  {:>10}{}\n", "category",
+                 width, "kernels", "time ms", "share", "avg us", work ? "    TFLOP/s" : "");
   for (const CategoryBreakdown& c : cats) {
-    fmt::format_to(std::back_inserter(out), "  {:<{}}  {:>10}  {:>12.3f}  {:>6.1f}%  {:>10.2f}\n",
+    const std::optional<double> tflops = CategoryTflops(work, c.category);
+    fmt::format_to(std::back_inserter(out), "  {:<{}}  {:>10}  {:>12.3f}  {:>6.1f}%  {:>10.2f}{}\n",
                    p.category_name(c.category), width, Thousands(c.count), Millis(c.time_ns),
-                   100 * Share(c.time_ns, total), AverageMicros(c));
+                   100 * Share(c.time_ns, total), AverageMicros(c),
+                   tflops ? fmt::format("  {:>9.1f}", *tflops) : "");
   }
+  if (work != nullptr) out += StrCat("  ", kTflopsNote, "\n");
   const CategoryId other = UnclassifiedCategory(p);
   for (const CategoryBreakdown& c : cats) {
     out += fmt::format("\n{}{}:\n", p.category_name(c.category),

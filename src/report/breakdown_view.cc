@@ -69,4 +69,12 @@ double AverageMicros(const CategoryBreakdown& c) {
   return MillisAsMicros(c.time_ns) / double(c.count);
 }
 
+std::optional<double> CategoryTflops(const std::vector<CategoryWork>* work, CategoryId category) {
+  if (work == nullptr || (*work)[category].flops == 0 || (*work)[category].time_ns <= 0) {
+    return std::nullopt;
+  }
+  return static_cast<double>((*work)[category].flops) /
+         static_cast<double>((*work)[category].time_ns) / 1e3;
+}
+
 }  // namespace tracefuse

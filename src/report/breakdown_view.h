@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tracefuse/op_work.h"
 #include "tracefuse/reduce.h"
 
 namespace tracefuse {
@@ -49,6 +51,15 @@ std::string FallbackSentence(const TraceProfile& profile, int64_t total);
 
 // AverageMicros() is the category's mean kernel duration in microseconds.
 double AverageMicros(const CategoryBreakdown& category);
+
+// CategoryTflops() is the TFLOP/s of the FLOPs `work` credits to `category`; nullopt without
+// `work` or without FLOPs.
+std::optional<double> CategoryTflops(const std::vector<CategoryWork>* work, CategoryId category);
+
+// kTflopsNote says what a category's TFLOP/s is, under the tables that show it.
+inline constexpr const char* kTflopsNote =
+    "TFLOP/s: the FLOPs of the ops whose kernel time is mostly in the category (perf models, "
+    "docs/perf-models.md), over that time";
 
 }  // namespace tracefuse
 

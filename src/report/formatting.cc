@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "tracefuse/classify.h"
+#include "tracefuse/op_work.h"
 #include "tracefuse/strings.h"
 
 namespace tracefuse {
@@ -83,6 +84,24 @@ void WriteTruncation(const TraceProfile& profile, PyJsonWriter* w) {
   ForEachTruncationField(*profile.truncated,
                          [w](const char* key, const auto& value) { w->Field(key, value); });
   w->EndObject();
+}
+
+std::string AchievedText(const OpSide& side, const std::optional<GpuPeak>& peak) {
+  const Achieved a = AchievedOf(side.work, side.time_ns, peak ? &*peak : nullptr);
+  std::string out;
+  if (a.tflops_per_s) {
+    out = fmt::format("{:.1f} TFLOP/s", *a.tflops_per_s);
+  } else if (a.tb_per_s) {
+    out = fmt::format("{:.2f} TB/s", *a.tb_per_s);
+  } else {
+    return out;
+  }
+  if (const DType dtype = side.work.dtype(); dtype != DType::kUnknown) {
+    out += fmt::format(" {}", DTypeName(dtype));
+  }
+  if (a.percent_of_peak) out += fmt::format(", {:.1f}% of peak", *a.percent_of_peak);
+  if (a.bound) out += fmt::format(" ({})", BoundName(*a.bound));
+  return out;
 }
 
 }  // namespace tracefuse

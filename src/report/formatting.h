@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "report/py_json_writer.h"
+#include "tracefuse/op_compare.h"
 #include "tracefuse/reduce.h"
 
 namespace tracefuse {
@@ -96,6 +97,10 @@ void WriteTruncation(const TraceProfile& profile, PyJsonWriter* w);
 // CsvField() quotes a field as RFC 4180 wants: when it holds a separator, a quote or a line
 // break, with quotes doubled. Kernel names hold commas.
 std::string CsvField(const std::string& field);
+
+// AchievedText() is what an ops row side's work reached on `peak`: "41.2 TFLOP/s bf16, 4.2% of
+// peak (compute)", "1.90 TB/s bf16, 36.0% of peak (memory)"; "" without FLOPs or bytes.
+std::string AchievedText(const OpSide& side, const std::optional<GpuPeak>& peak);
 
 }  // namespace tracefuse
 

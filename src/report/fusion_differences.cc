@@ -236,6 +236,98 @@ std::string FusionDifferencesCsv(const std::vector<FusionDifference>& difference
   return out;
 }
 
+namespace {
+
+std::optional<double> Tflops(const CategoryWork& work) {
+  if (work.flops == 0 || work.time_ns <= 0) return std::nullopt;
+  return static_cast<double>(work.flops) / static_cast<double>(work.time_ns) / 1e3;
+}
+
+// AchievedSection lays out the types' TFLOP/s, one line (or markdown row) per type.
+class AchievedSection : Page {
+ public:
+  AchievedSection(const std::vector<TypeAchieved>& types, const PerSide<std::string>& labels,
+                  bool markdown)
+      : Page(markdown), types_(types), labels_(labels) {}
+
+  std::string Render() && {
+    Heading(
+        "Achieved TFLOP/s by kernel type (FLOPs of the ops whose kernel time is mostly of "
+        "the type, over that time)");
+    if (markdown_) {
+      Line(fmt::format("| type | {} TFLOP/s | {} TFLOP/s |", labels_[Side::kTrace1],
+                       labels_[Side::kTrace2]));
+      Line("|---|---:|---:|");
+    }
+    for (const TypeAchieved& t : types_) {
+      PerSide<std::string> cells;
+      for (Side side : kSides) {
+        const std::optional<double> tflops = Tflops(t.work[side]);
+        cells[side] = tflops ? fmt::format("{:.1f}", *tflops) : "-";
+      }
+      Line(markdown_
+               ? fmt::format("| {} | {} | {} |", t.type, cells[Side::kTrace1], cells[Side::kTrace2])
+               : fmt::format("  {:<16}  {}: {:>8}  {}: {:>8}", t.type, labels_[Side::kTrace1],
+                             cells[Side::kTrace1], labels_[Side::kTrace2], cells[Side::kTrace2]));
+    }
+    return std::move(out_);
+  }
+
+ private:
+  const std::vector<TypeAchieved>& types_;
+  const PerSide<std::string>& labels_;
+};
+
+}  // namespace
+
+std::vector<TypeAchieved> AchievedByType(const OpComparison& ops,
+                                         PerSide<const TraceProfile*> traces) {
+  std::vector<TypeAchieved> types;
+  const TraceProfile& first = *traces[Side::kTrace1];
+  for (size_t c = 0; c < first.category_count(); ++c) {
+    TypeAchieved t;
+    t.type = first.category_name(static_cast<CategoryId>(c));
+    for (Side side : kSides) {
+      const std::vector<CategoryWork>& work = ops.category_work[side];
+      if (c < work.size()) t.work[side] = work[c];
+    }
+    if (t.work[Side::kTrace1].flops > 0 || t.work[Side::kTrace2].flops > 0) {
+      types.push_back(std::move(t));
+    }
+  }
+  return types;
+}
+
+void AchievedByTypeJson(const std::vector<TypeAchieved>& types, PyJsonWriter* w) {
+  w->Key("achieved_by_type");
+  w->BeginArray();
+  for (const TypeAchieved& t : types) {
+    w->BeginObject();
+    w->Field("type", t.type);
+    for (Side side : kSides) {
+      w->Key(SideKey(side));
+      w->BeginObject();
+      w->Field("flops", t.work[side].flops);
+      w->Field("time_us", Micros(t.work[side].time_ns));
+      w->Key("tflops_per_s");
+      if (const std::optional<double> tflops = Tflops(t.work[side])) {
+        w->Value(*tflops);
+      } else {
+        w->Null();
+      }
+      w->EndObject();
+    }
+    w->EndObject();
+  }
+  w->EndArray();
+}
+
+std::string AchievedByTypeSection(const std::vector<TypeAchieved>& types,
+                                  const PerSide<std::string>& labels, bool markdown) {
+  if (types.empty()) return "";
+  return AchievedSection(types, labels, markdown).Render();
+}
+
 std::string CategoryList(const std::vector<std::pair<std::string, uint64_t>>& categories) {
   std::string out;
   for (const auto& [name, count] : categories) {

@@ -34,6 +34,25 @@ uint64_t MatchedInstances(const FusionDifference& d, const OpComparison* ops);
 // fused kernel is slower: 4.5 us more".
 std::string SavingText(const FusionDifference& d);
 
+// TypeAchieved is what the perf models credit to one kernel type on each side.
+struct TypeAchieved {
+  std::string type;
+  PerSide<CategoryWork> work;
+};
+
+// AchievedByType() are the kernel types (categories of the traces' rule set, in its order) that
+// `ops`' category work credits FLOPs to on either side; empty when neither trace has FLOPs.
+std::vector<TypeAchieved> AchievedByType(const OpComparison& ops,
+                                         PerSide<const TraceProfile*> traces);
+
+// AchievedByTypeJson() writes the key "achieved_by_type" and its array into the open object.
+void AchievedByTypeJson(const std::vector<TypeAchieved>& types, PyJsonWriter* w);
+
+// AchievedByTypeSection() is the section "Achieved TFLOP/s by kernel type" of a text or markdown
+// report, "" without types.
+std::string AchievedByTypeSection(const std::vector<TypeAchieved>& types,
+                                  const PerSide<std::string>& labels, bool markdown);
+
 // CategoryList() is "Elementwise x24, Reduce x2": categories with their counts.
 std::string CategoryList(const std::vector<std::pair<std::string, uint64_t>>& categories);
 

@@ -159,7 +159,10 @@ void TracefuseJson(const FusionReport& r, const CompareContext& c, PyJsonWriter*
   w->Field("read_and_reduce", c.read_seconds);
   w->Field("analyze", c.analyze_seconds);
   w->EndObject();
-  if (c.ops != nullptr) FusionDifferencesJson(c.ops->fusion_differences, w);
+  if (c.ops != nullptr) {
+    FusionDifferencesJson(c.ops->fusion_differences, w);
+    AchievedByTypeJson(AchievedByType(*c.ops, c.traces), w);
+  }
   w->EndObject();
 }
 

@@ -43,6 +43,10 @@ class FusionPage : Page {
         GpuTimelineSection({view_.sides[Side::kTrace1].profile, view_.sides[Side::kTrace2].profile},
                            {Label(Side::kTrace1), Label(Side::kTrace2)}, markdown_);
     TypeTable();
+    if (context_.ops != nullptr) {
+      out_ += AchievedByTypeSection(AchievedByType(*context_.ops, context_.traces), context_.labels,
+                                    markdown_);
+    }
     Opportunities();
     Mappings();
     if (context_.ops != nullptr) {

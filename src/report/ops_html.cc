@@ -107,6 +107,7 @@ class OpsHtmlPage {
     doc_.Append("{}", GpuTimelineHtml(context_.traces, context_.labels));
     OpRows("ops", "Ops that differ most", [](const OpRow& r) { return r.matched; });
     FusionDifferences();
+    FurthestFromPeak();
     Instances();
     OpRows("one-side", "Ops on one side only", [](const OpRow& r) {
       return !r.matched &&
@@ -128,6 +129,7 @@ class OpsHtmlPage {
   void DifferenceTable(size_t shown);
   void DifferenceExample(size_t i, const FusionDifference& d);
   void ExampleTable(const FusionDifference& d, const std::vector<AlignedColumn>& columns);
+  void FurthestFromPeak();
   void Instances();
   void InstanceRow(const MatchedInstance& m);
   void Groups();
@@ -290,7 +292,8 @@ void OpsHtmlPage::OpTable(const std::vector<const OpRow*>& rows) {
   doc_.Append(
       "<table class=\"ops\">\n<tr><th>op</th><th>scope</th><th class=\"n\">instances</th>"
       "<th class=\"n\">{0} us</th><th class=\"n\">{1} us</th><th class=\"n\">delta us</th>"
-      "<th class=\"n\">ratio</th><th>{0} kernels</th><th>{1} kernels</th></tr>\n",
+      "<th class=\"n\">ratio</th><th>{0} kernels</th><th>{1} kernels</th>"
+      "<th>{0} achieved</th><th>{1} achieved</th></tr>\n",
       a, b);
   for (const OpRow* row : rows) {
     const std::optional<double> ratio = TimeRatio(row->sides);
@@ -299,12 +302,15 @@ void OpsHtmlPage::OpTable(const std::vector<const OpRow*>& rows) {
         "<td class=\"scope\">{2}</td>"
         "<td class=\"instances n\">{3}</td><td class=\"time1 n\">{4}</td>"
         "<td class=\"time2 n\">{5}</td><td class=\"delta n\">{6}</td>"
-        "<td class=\"ratio n\">{7}</td><td>{8}</td><td>{9}</td></tr>\n",
+        "<td class=\"ratio n\">{7}</td><td>{8}</td><td>{9}</td>"
+        "<td class=\"achieved1\">{10}</td><td class=\"achieved2\">{11}</td></tr>\n",
         HtmlEscaped(row->op), HtmlEscaped(row->scope), ScopeHtml(row->scope),
         Thousands(row->instances), MicrosText(row->sides[Side::kTrace1].time_ns),
         MicrosText(row->sides[Side::kTrace2].time_ns), SignedMicrosText(row->delta_ns()),
         ratio ? RatioText(*ratio) : "-", FamiliesHtml(row->sides[Side::kTrace1].kernels),
-        FamiliesHtml(row->sides[Side::kTrace2].kernels));
+        FamiliesHtml(row->sides[Side::kTrace2].kernels),
+        HtmlEscaped(AchievedText(row->sides[Side::kTrace1], ops_.traces[Side::kTrace1].peak)),
+        HtmlEscaped(AchievedText(row->sides[Side::kTrace2], ops_.traces[Side::kTrace2].peak)));
   }
   doc_.Append("</table>\n");
 }
@@ -501,6 +507,36 @@ void OpsHtmlPage::ExampleTable(const FusionDifference& d,
   if (columns.size() > kMaxExampleRows) {
     doc_.Append("<p class=\"note\">... and {} more rows</p>\n", columns.size() - kMaxExampleRows);
   }
+}
+
+// FurthestFromPeak() is shown only where both traces' ops have a percent of peak.
+void OpsHtmlPage::FurthestFromPeak() {
+  const std::vector<PeakGap> gaps = tracefuse::FurthestFromPeak(ops_);
+  if (gaps.empty()) return;
+  const std::string a = HtmlEscaped(Label(Side::kTrace1));
+  const std::string b = HtmlEscaped(Label(Side::kTrace2));
+  doc_.Append(
+      "<section id=\"furthest-from-peak\">\n<h2>Furthest from peak <span class=\"muted\">(the "
+      "time the side further from its peak would save at the other's percent of peak)</span>"
+      "</h2>\n<table class=\"peak-gaps\">\n<tr><th>op</th><th>scope</th><th class=\"n\">"
+      "instances</th><th class=\"n\">{0} % of peak</th><th class=\"n\">{0} us</th>"
+      "<th class=\"n\">{1} % of peak</th><th class=\"n\">{1} us</th><th>behind</th>"
+      "<th class=\"n\">saving us</th></tr>\n",
+      a, b);
+  for (size_t i = 0; i < gaps.size() && i < context_.top; ++i) {
+    const PeakGap& g = gaps[i];
+    const OpRow& row = *g.row;
+    doc_.Append(
+        "<tr data-op=\"{0}\"><td class=\"op\"><code>{0}</code></td><td class=\"scope\">{1}</td>"
+        "<td class=\"n\">{2}</td><td class=\"n\">{3:.1f}</td><td class=\"n\">{4}</td>"
+        "<td class=\"n\">{5:.1f}</td><td class=\"n\">{6}</td><td>{7}</td>"
+        "<td class=\"n\">{8}</td></tr>\n",
+        HtmlEscaped(row.op), ScopeHtml(row.scope), Thousands(row.instances),
+        *g.achieved[Side::kTrace1].percent_of_peak, MicrosText(row.sides[Side::kTrace1].time_ns),
+        *g.achieved[Side::kTrace2].percent_of_peak, MicrosText(row.sides[Side::kTrace2].time_ns),
+        HtmlEscaped(Label(g.behind)), MicrosText(g.saving_ns));
+  }
+  doc_.Append("</table>\n</section>\n");
 }
 
 void OpsHtmlPage::Instances() {

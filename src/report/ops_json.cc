@@ -32,6 +32,51 @@ void SideFields(const OpSide& side, PyJsonWriter* w) {
   w->Field("time_us", Micros(side.time_ns));
 }
 
+template <typename T>
+void OptionalField(std::string_view key, const std::optional<T>& value, PyJsonWriter* w) {
+  w->Key(key);
+  if (value) {
+    w->Value(*value);
+  } else {
+    w->Null();
+  }
+}
+
+// WorkFields() writes what the perf models count in a side's units and what it achieved on
+// `peak` (docs/perf-models.md).
+void WorkFields(const OpSide& side, const std::optional<GpuPeak>& peak, PyJsonWriter* w) {
+  const Achieved achieved = AchievedOf(side.work, side.time_ns, peak ? &*peak : nullptr);
+  OptionalField("flops", side.work.flops, w);
+  OptionalField("bytes", side.work.bytes, w);
+  const DType dtype = side.work.dtype();
+  OptionalField("dtype", dtype == DType::kUnknown ? std::nullopt : std::optional(DTypeName(dtype)),
+                w);
+  OptionalField("tflops_per_s", achieved.tflops_per_s, w);
+  OptionalField("tb_per_s", achieved.tb_per_s, w);
+  OptionalField("percent_of_peak", achieved.percent_of_peak, w);
+  OptionalField("bound", achieved.bound ? std::optional(BoundName(*achieved.bound)) : std::nullopt,
+                w);
+}
+
+// PeakJson() is a trace's row of the peak table, null when its GPU is not in it.
+void PeakJson(const std::optional<GpuPeak>& peak, PyJsonWriter* w) {
+  w->Key("peak");
+  if (!peak) {
+    w->Null();
+    return;
+  }
+  w->BeginObject();
+  w->Field("name", peak->name);
+  for (size_t d = 1; d < kDTypes; ++d) {
+    const auto dtype = static_cast<DType>(d);
+    OptionalField(StrCat(DTypeName(dtype), dtype == DType::kInt8 ? "_tops" : "_tflops"),
+                  peak->Tflops(dtype), w);
+  }
+  OptionalField("hbm_tb_per_s", peak->hbm_tb_per_s, w);
+  w->Field("source", peak->source);
+  w->EndObject();
+}
+
 void StepField(int32_t step, PyJsonWriter* w) {
   w->Key("step");
   if (step == kNoStep) {
@@ -56,11 +101,14 @@ void TraceJson(const OpTraceSummary& s, const TraceProfile& p, const std::string
   w->Field("steps", s.steps);
   w->Field("top_level_ops", s.top_level_ops);
   w->Field("cpu_events_without_times", s.cpu_events_without_times);
+  OptionalField("flops", s.work.flops, w);
+  OptionalField("bytes", s.work.bytes, w);
+  PeakJson(s.peak, w);
   w->Field("gpu_timeline", GpuTimelineJson(p));
   w->EndObject();
 }
 
-void RowJson(const OpRow& row, PyJsonWriter* w) {
+void RowJson(const OpRow& row, const PerSide<OpTraceSummary>& traces, PyJsonWriter* w) {
   w->BeginObject();
   w->Field("op", row.op);
   w->Field("scope", row.scope);
@@ -70,6 +118,7 @@ void RowJson(const OpRow& row, PyJsonWriter* w) {
     w->Key(SideKey(side));
     w->BeginObject();
     SideFields(row.sides[side], w);
+    WorkFields(row.sides[side], traces[side].peak, w);
     w->EndObject();
   }
   w->Field("delta_us", Micros(row.delta_ns()));
@@ -123,6 +172,19 @@ void InstanceJson(const MatchedInstance& m, PyJsonWriter* w) {
   w->EndObject();
 }
 
+void PeakGapJson(const PeakGap& gap, PyJsonWriter* w) {
+  w->BeginObject();
+  w->Field("op", gap.row->op);
+  w->Field("scope", gap.row->scope);
+  w->Field("instances", gap.row->instances);
+  w->Field("behind", SideKey(gap.behind));
+  for (Side side : kSides) {
+    w->Field(StrCat(SideKey(side), "_percent_of_peak"), *gap.achieved[side].percent_of_peak);
+  }
+  w->Field("saving_us", Micros(gap.saving_ns));
+  w->EndObject();
+}
+
 template <typename T, typename WriteOne>
 absl::Status ArrayJson(const char* key, const std::vector<T>& items, WriteOne write_one,
                        PyJsonWriter* w) {
@@ -155,12 +217,16 @@ absl::Status WriteOpsJson(const OpComparison& ops, const OpsContext& context, Ou
   w.EndArray();
   w.Field("matched_ops", ops.matched_ops);
   w.Field("capped_steps", ops.capped_steps);
-  for (absl::Status st : {ArrayJson("ops", ops.ops, RowJson, &w),
-                          ArrayJson("unmatched_groups", ops.unmatched_groups, GroupJson, &w),
-                          ArrayJson("top_instances", ops.top_instances, InstanceJson, &w)}) {
+  auto row_json = [&ops](const OpRow& row, PyJsonWriter* w) { RowJson(row, ops.traces, w); };
+  for (absl::Status st :
+       {ArrayJson("ops", ops.ops, row_json, &w),
+        ArrayJson("unmatched_groups", ops.unmatched_groups, GroupJson, &w),
+        ArrayJson("top_instances", ops.top_instances, InstanceJson, &w),
+        ArrayJson("furthest_from_peak", FurthestFromPeak(ops), PeakGapJson, &w)}) {
     if (!st.ok()) return st;
   }
   FusionDifferencesJson(ops.fusion_differences, &w);
+  AchievedByTypeJson(AchievedByType(ops, context.traces), &w);
   w.Key("tracefuse");
   w.BeginObject();
   w.Field("version", TRACEFUSE_VERSION);

@@ -82,6 +82,9 @@ class OpsPage : Page {
     OpRows("Ops that differ most", [](const OpRow& r) { return r.matched; });
     out_ += FusionDifferencesSection(ops_.fusion_differences, &ops_, context_.labels, context_.top,
                                      markdown_);
+    FurthestFromPeak();
+    out_ +=
+        AchievedByTypeSection(AchievedByType(ops_, context_.traces), context_.labels, markdown_);
     Instances();
     OpRows("Ops on one side only", [](const OpRow& r) {
       return !r.matched &&
@@ -98,6 +101,8 @@ class OpsPage : Page {
   void OpRows(const std::string& title, Keep keep);
   void Instances();
   void Groups();
+  void PeakLines();
+  void FurthestFromPeak();
 
   std::string Code(const std::string& s) const { return markdown_ ? "`" + s + "`" : s; }
   // How an item under an item starts.
@@ -128,6 +133,59 @@ void OpsPage::Header() {
     Line(fmt::format("{}{} step(s) differ too much to align in order: matched op by op",
                      markdown_ ? "\n" : "  ", ops_.capped_steps));
   }
+  PeakLines();
+}
+
+// PeakLines() says, for each trace whose ops have FLOPs or bytes, the peaks they are measured
+// against, or that its GPU is not in the peak table.
+void OpsPage::PeakLines() {
+  for (Side side : kSides) {
+    const OpTraceSummary& t = ops_.traces[side];
+    if (!t.work.flops && !t.work.bytes) continue;
+    std::string line;
+    if (t.gpu.empty()) {
+      line = fmt::format(
+          "{}: the trace names no GPU (deviceProperties): rates without percent of "
+          "peak",
+          Label(side));
+    } else if (!t.peak) {
+      line = fmt::format("{}: GPU \"{}\" is not in the peak table: rates without percent of peak",
+                         Label(side), t.gpu);
+    } else {
+      line = fmt::format("{}: peaks of {} (TFLOP/s):", Label(side), t.peak->name);
+      const char* separator = " ";
+      for (size_t d = 1; d < kDTypes; ++d) {
+        const auto dtype = static_cast<DType>(d);
+        if (const std::optional<double> tflops = t.peak->Tflops(dtype)) {
+          line += fmt::format("{}{} {:g}{}", separator, DTypeName(dtype), *tflops,
+                              dtype == DType::kInt8 ? " (TOPS)" : "");
+          separator = ", ";
+        }
+      }
+      if (t.peak->hbm_tb_per_s) line += fmt::format("; HBM {:g} TB/s", *t.peak->hbm_tb_per_s);
+    }
+    Line(fmt::format("{}{}", markdown_ ? "\n" : "  ", line));
+  }
+}
+
+void OpsPage::FurthestFromPeak() {
+  const std::vector<PeakGap> gaps = tracefuse::FurthestFromPeak(ops_);
+  if (gaps.empty()) return;
+  Heading(
+      "Furthest from peak (the time the side further from its peak would save at the other's "
+      "percent of peak)");
+  for (size_t i = 0; i < gaps.size() && i < context_.top; ++i) {
+    const PeakGap& g = gaps[i];
+    const OpRow& row = *g.row;
+    std::string sides;
+    for (Side side : kSides) {
+      sides += fmt::format("{}{} {:.1f}% ({} us)", side == Side::kTrace1 ? "" : " vs ", Label(side),
+                           *g.achieved[side].percent_of_peak, MicrosText(row.sides[side].time_ns));
+    }
+    Line(fmt::format("{}{}{} x{}: {}; {} would save {} us", Bullet("  "), Code(row.op),
+                     row.scope.empty() ? "" : " under " + ShortScope(row.scope), row.instances,
+                     sides, Label(g.behind), MicrosText(g.saving_ns)));
+  }
 }
 
 std::string OpsPage::TraceLine(Side side) const {
@@ -155,9 +213,9 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
   if (markdown_) {
     Line(
         fmt::format("| op | scope | n | {} us | {} us | delta us | ratio | {} kernels | {} "
-                    "kernels |",
-                    a, b, a, b));
-    Line("|---|---|---:|---:|---:|---:|---:|---|---|");
+                    "kernels | {} achieved | {} achieved |",
+                    a, b, a, b, a, b));
+    Line("|---|---|---:|---:|---:|---:|---:|---|---|---|---|");
   }
   size_t shown = 0;
   for (const OpRow& row : ops_.ops) {
@@ -172,20 +230,26 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
     const std::optional<double> r = TimeRatio(row.sides);
     const std::string ratio = r ? RatioText(*r) : "-";
     if (markdown_) {
-      Line(fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |", row.op,
+      Line(fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", row.op,
                        ShortScope(row.scope), row.instances, MicrosText(x.time_ns),
                        MicrosText(y.time_ns), SignedMicrosText(row.delta_ns()), ratio,
-                       KernelList(x.kernels), KernelList(y.kernels)));
+                       KernelList(x.kernels), KernelList(y.kernels),
+                       AchievedText(x, ops_.traces[Side::kTrace1].peak),
+                       AchievedText(y, ops_.traces[Side::kTrace2].peak)));
       continue;
     }
     Line(fmt::format("  {}  {}  x{}: {} us vs {} us ({} us, {})", row.op,
                      row.scope.empty() ? "(no module)" : ShortScope(row.scope), row.instances,
                      MicrosText(x.time_ns), MicrosText(y.time_ns), SignedMicrosText(row.delta_ns()),
                      ratio));
-    Line(fmt::format("      {}: {}", a, KernelList(x.kernels)));
-    Line(fmt::format("      {}: {}", b, KernelList(y.kernels)));
+    for (Side side : kSides) {
+      const OpSide& s = row.sides[side];
+      const std::string achieved = AchievedText(s, ops_.traces[side].peak);
+      Line(fmt::format("      {}: {}{}", Label(side), KernelList(s.kernels),
+                       achieved.empty() ? "" : " -- " + achieved));
+    }
   }
-  if (shown == 0) Line(markdown_ ? "| (none) | | | | | | | | |" : "  (none)");
+  if (shown == 0) Line(markdown_ ? "| (none) | | | | | | | | | | |" : "  (none)");
 }
 
 void OpsPage::Instances() {

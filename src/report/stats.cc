@@ -153,6 +153,7 @@ void ForEachHeld(const CpuSideBytes& held, F&& f) {
   f("nesting", held.nesting);
   f("collected_events", held.collected_events);
   f("names", held.names);
+  f("work", held.work);
   f("total", held.total());
 }
 

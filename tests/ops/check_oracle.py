@@ -5,9 +5,12 @@ from integer nanoseconds). Then checks what the options ask of the report:
   --linked PCT     each trace has at least PCT % of its kernel time linked to an op
   --matched PCT    at least PCT % of each trace's top-level ops are matched
   --complete       linked, launch-only and no-launch kernel time add up to the total
+  --flops TRACES   the traces named (1, 2 or 12) have FLOPs from the perf models, and so has a
+                   row side of each: the agreement is not that of two nulls
 Exit 0 when all hold, 1 with the differences otherwise, 77 (skipped) when a trace is missing.
 
-usage: check_oracle.py [--linked PCT] [--matched PCT] [--complete] TRACEFUSE TRACE1 TRACE2
+usage: check_oracle.py [--linked PCT] [--matched PCT] [--complete] [--flops TRACES]
+                       TRACEFUSE TRACE1 TRACE2
                        [tracefuse ops options...]
 """
 import json
@@ -52,8 +55,13 @@ def extra_keys(expected, actual, path):
             yield from extra_keys(e, a, f"{path}[{i}]")
 
 
-def expectations(report, linked, matched, complete):
+def expectations(report, linked, matched, complete, flops):
     for i, t in enumerate(report["traces"], 1):
+        if str(i) in flops:
+            if t["flops"] is None:
+                yield f"trace {i}: no FLOPs from the perf models"
+            if not any(row[f"trace{i}"]["flops"] for row in report["ops"]):
+                yield f"trace {i}: no op row with FLOPs"
         total = t["kernel_time_us"]
         if linked is not None and t["linked_kernel_time_us"] < total * linked / 100:
             yield (f"trace {i}: {t['linked_kernel_time_us']} of {total} us linked to an op, "
@@ -86,6 +94,7 @@ def classifier(binary, traces, platforms):
 def main(argv):
     linked = matched = None
     complete = False
+    flops = ""
     while argv and argv[0].startswith("--"):
         flag = argv.pop(0)
         if flag == "--complete":
@@ -94,6 +103,8 @@ def main(argv):
             linked = float(argv.pop(0))
         elif flag == "--matched":
             matched = float(argv.pop(0))
+        elif flag == "--flops":
+            flops = argv.pop(0)
     binary, trace1, trace2, options = argv[0], argv[1], argv[2], argv[3:]
     for trace in (trace1, trace2):
         if not os.path.exists(trace):
@@ -116,7 +127,7 @@ def main(argv):
     found = list(differences(expected, actual))
     found += list(extra_keys(expected["fusion_differences"], actual.get("fusion_differences"),
                              "$.fusion_differences"))
-    found += list(expectations(actual, linked, matched, complete))
+    found += list(expectations(actual, linked, matched, complete, flops))
     for line in found[:10]:
         print(line)
     if found:

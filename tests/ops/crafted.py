@@ -41,6 +41,16 @@ def kernel(name, ts, dur, corr=None):
             "args": args}
 
 
+BF16 = "c10::BFloat16"
+
+
+def shapes(dtype):
+    """aten::addmm's recorded arguments: bias [64] + [32, 128] x [128, 64]."""
+    return {"Input_Dims": [[64], [32, 128], [128, 64], [], []],
+            "Input_type": [dtype, dtype, dtype, "Scalar", "Scalar"],
+            "Concrete_Inputs": ["", "", "", "1", "1"]}
+
+
 def trace_a():
     gpu = [
         kernel("void at::native::vectorized_elementwise_kernel<4, relu>(int)", 1230, 5, 11),
@@ -67,16 +77,17 @@ def trace_a():
         x("python_function", "nn.Module: Linear_0", 30, 170),
         x("python_function", "model.py(12): forward", 35, 100),
         x("cpu_op", "aten::linear", 40, 110, External_id=1),
-        x("cpu_op", "aten::addmm", 50, 90, External_id=2),
+        x("cpu_op", "aten::addmm", 50, 90, External_id=2, **shapes(BF16)),
         x("cpu_op", "aten::relu", 210, 50, External_id=5),
         x("python_function", "nn.Module: Linear_1", 300, 100),
         x("user_annotation", "## Call CompiledFxGraph f0x1a2b ##", 500, 100),
         x("user_annotation", "my_region", 700, 50),
-        x("cpu_op", "aten::mul", 700, 50),
+        x("cpu_op", "aten::mul", 700, 50, Input_Dims="not a list", Input_type=[BF16]),
         x("cpu_op", "aten::sub", 760, 20),
         x("cpu_op", "autograd::engine::evaluate_function: AddBackward0", 100.5, 600, tid="2"),
         x("cpu_op", "aten::add", 140.25, 30, tid="2"),
-        x("cpu_op", "aten::copy_", 2000, 100),
+        x("cpu_op", "aten::copy_", 2000, 100, Input_Dims=[[32, 64], [32, 64], []],
+          Input_type=[BF16, "float", "Scalar"], Concrete_Inputs=["", "", "False"]),
         x("cpu_op", "aten::empty", 2200, 10),
         x("cpu_op", "aten::ghost", "soon", 5),  # skipped and counted: no time to nest it by
         x("cpu_op", "aten::ghost", 2300, None),
@@ -91,7 +102,7 @@ def trace_b():
         x("python_function", "nn.Module: Model_0", 20, 780),
         x("python_function", "nn.Module: Linear_0", 30, 170),
         x("cpu_op", "aten::linear", 40, 110),
-        x("cpu_op", "aten::addmm", 50, 90),
+        x("cpu_op", "aten::addmm", 50, 90, **shapes("float")),
         launch("cudaLaunchKernel", 60, 20), launch("cudaLaunchKernel", 70, 21),
         x("cpu_op", "aten::clamp_min", 210, 50),
         launch("cudaLaunchKernel", 220, 22),
@@ -104,7 +115,8 @@ def trace_b():
         x("cpu_op", "aten::mul", 700, 50), launch("cudaLaunchKernel", 710, 26),
         x("cpu_op", "aten::sub", 760, 20), launch("cudaLaunchKernel", 760, 27),
         x("cpu_op", "autograd::engine::evaluate_function: AddBackward0", 100, 600, tid="2"),
-        x("cpu_op", "aten::add", 140, 30, tid="2"), launch("cudaLaunchKernel", 150, 25, tid="2"),
+        x("cpu_op", "aten::add", 140, 30, tid="2", Input_Dims=[[1.5, 2]], Input_type=["float"]),
+        launch("cudaLaunchKernel", 150, 25, tid="2"),
         x("cpu_op", "aten::copy_", 2000, 100),
     ]
     gpu = [
@@ -143,6 +155,26 @@ def check(report):
         ("sm#_xmma_gemm_bf#bf#_bf#f#_f#_tn_n_tilesize#x#x#", 1),
         ("cublasLt::splitKreduce_kernel", 1)], linear
     assert (linear["delta_us"], linear["trace1"]["time_us"]) == (10.1, 30.5), linear
+    # Perf models (docs/perf-models.md): aten::linear counts its aten::addmm, at each side's dtype.
+    gemm_bytes = 64 + 32 * 128 + 128 * 64 + 32 * 64
+    assert [(linear[s]["flops"], linear[s]["bytes"], linear[s]["dtype"]) for s in
+            ("trace1", "trace2")] == [(2 * 32 * 64 * 128, 2 * gemm_bytes, "bf16"),
+                                      (2 * 32 * 64 * 128, 4 * gemm_bytes, "fp32")], linear
+    assert linear["trace1"]["tflops_per_s"] == 2 * 32 * 64 * 128 / 30500 / 1e3, linear
+    assert linear["trace1"]["bound"] == "memory", linear  # 32 x 64 x 128 is far below the ridge
+    # Trace 2's GPU, "NVIDIA H100", is not in the peak table: rates, no percent.
+    assert t1["peak"]["name"] == "MI300X" and t2["peak"] is None, (t1["peak"], t2["peak"])
+    assert linear["trace1"]["percent_of_peak"] > 0 and linear["trace2"]["percent_of_peak"] is None
+    # By kernel type: the linear's FLOPs go to GEMM, which holds its kernel time (the GEMM and, on
+    # trace 2, its split-K reduction), over that time.
+    assert [(t["type"], t["trace1"]["flops"], t["trace1"]["time_us"], t["trace2"]["flops"],
+             t["trace2"]["time_us"]) for t in report["achieved_by_type"]] == [
+        ("GEMM", 2 * 32 * 64 * 128, 30.5, 2 * 32 * 64 * 128, 20.4)], report["achieved_by_type"]
+    # Malformed shapes give no figures; copy_ reads bf16 and writes float.
+    assert row(report, "aten::mul", "Model")["trace1"]["bytes"] is None
+    copy = row(report, "aten::copy_", "", matched=True)
+    assert copy["trace1"]["bytes"] == 32 * 64 * (2 + 4) and copy["trace1"]["flops"] is None, copy
+    assert copy["trace1"]["tb_per_s"] is None and copy["trace2"]["bytes"] is None, copy  # no kernel
     graph = row(report, "[graph launch]", "Model/Linear")
     assert families(graph["trace1"]) == [("graph_kernel_c", 1), ("graph_kernel_b", 1),
                                          ("graph_kernel_a", 1)], graph
