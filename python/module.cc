@@ -149,13 +149,16 @@ PipelineOptions Pipeline(const ReadOptions& read, bool keep_kernel_records) {
   return options;
 }
 
-// ProfileOne() streams one trace (stats, breakdown) with the GIL released.
-// ProfileOne() reads one trace; `step_figures`: as `stats --format json`, which lists each step.
+// ProfileOne() streams one trace (stats, breakdown) with the GIL released; `step_figures`: as
+// `stats --format json`, which lists each step; `host_activity`: with its CPU side (--by-op).
 TraceProfile ProfileOne(const std::string& path, const std::string& ruleset,
-                        const ReadOptions& read, bool step_figures = false) {
+                        const ReadOptions& read, bool step_figures = false,
+                        bool host_activity = false) {
   std::shared_ptr<const Classifier> classifier = Rules(ruleset);
-  PipelineOptions options = Pipeline(read, /*keep_kernel_records=*/false);
+  // The CPU side links kernels to ops: it needs the kernel records.
+  PipelineOptions options = Pipeline(read, /*keep_kernel_records=*/host_activity);
   options.step_figures = step_figures;
+  options.host_activity = host_activity;
   Progress progress(read.progress);
   progress.Install(&options);
   absl::StatusOr<std::vector<TraceProfile>> profiles;
@@ -237,9 +240,14 @@ std::string StatsJsonText(const std::string& path, const std::string& ruleset,
   return DumpJson(StatsJson(profile, elapsed));
 }
 
+// BreakdownJsonText() is `breakdown --format json`, with `by_op` each category's TFLOP/s.
 std::string BreakdownJsonText(const std::string& path, const std::string& ruleset, size_t top,
-                              const ReadOptions& read) {
-  return BreakdownJson(ProfileOne(path, ruleset, read), top);
+                              bool by_op, const ReadOptions& read) {
+  TraceProfile profile = ProfileOne(path, ruleset, read, /*step_figures=*/false, by_op);
+  if (!by_op) return BreakdownJson(profile, top);
+  const OpTree tree = TakeOpTree(&profile);
+  const std::vector<CategoryWork> work = CategoryWorkOf(profile, tree, WorkOfSets(tree));
+  return BreakdownJson(profile, top, &work);
 }
 
 Platform ParsePlatform(const std::optional<std::string>& platform) {
@@ -346,13 +354,13 @@ PYBIND11_MODULE(_core, m) {
       py::arg("max_event_bytes"), py::arg("progress"));
   m.def(
       "breakdown_json",
-      [](const std::string& path, const std::string& ruleset, size_t top, int threads, bool lenient,
-         uint64_t max_event_bytes, py::object progress) {
-        return BreakdownJsonText(path, ruleset, top,
+      [](const std::string& path, const std::string& ruleset, size_t top, bool by_op, int threads,
+         bool lenient, uint64_t max_event_bytes, py::object progress) {
+        return BreakdownJsonText(path, ruleset, top, by_op,
                                  Read(threads, lenient, max_event_bytes, std::move(progress)));
       },
-      py::arg("path"), py::arg("ruleset"), py::arg("top"), py::arg("threads"), py::arg("lenient"),
-      py::arg("max_event_bytes"), py::arg("progress"));
+      py::arg("path"), py::arg("ruleset"), py::arg("top"), py::arg("by_op"), py::arg("threads"),
+      py::arg("lenient"), py::arg("max_event_bytes"), py::arg("progress"));
   py::class_<RuleSetHandle>(m, "RuleSet")
       .def(py::init<std::string>(), py::arg("name_or_path"))
       .def_property_readonly("name", [](const RuleSetHandle& r) { return r.rules().name(); })

@@ -81,22 +81,6 @@ std::vector<std::string> SplitWords(std::string_view name) {
 
 namespace {
 
-// Visible() writes the control characters of `what` as \xNN: messages quote the file (its keys,
-// literals, the character yaml-cpp stumbled on), and a newline there would split the one-line
-// error.
-std::string Visible(std::string_view what) {
-  std::string out;
-  for (const char c : what) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      fmt::format_to(std::back_inserter(out), "\\x{:02x}", byte);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
 class RuleFileError {
  public:
   RuleFileError(std::string source) : source_(std::move(source)) {}
@@ -104,7 +88,7 @@ class RuleFileError {
     return AtLine(node.Mark().line + 1, what);
   }
   absl::Status AtLine(int line, std::string_view what) const {
-    return absl::InvalidArgumentError(StrCat(source_, ":", line, ": ", Visible(what)));
+    return absl::InvalidArgumentError(StrCat(source_, ":", line, ": ", EscapedControls(what)));
   }
 
  private:

@@ -26,27 +26,12 @@ constexpr std::array<std::string_view, kDTypes> kDTypeNames = {"",     "fp64", "
 constexpr std::string_view kTopKeys[] = {"gpus"};
 constexpr std::string_view kRowKeys[] = {"name", "match", "source", "tflops", "hbm_tb_per_s"};
 
-// Printable() is `text` with its control characters written as \xNN: errors quote the file, and
-// a newline there would split the one-line error.
-std::string Printable(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      fmt::format_to(std::back_inserter(out), "\\x{:02x}", byte);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
 // Shown() is a node as an error quotes it: a scalar's text, or what it is instead.
 std::string Shown(const YAML::Node& node) {
   if (node.IsSequence()) return "a list";
   if (node.IsMap()) return "a map";
   if (node.IsNull()) return "null";
-  return StrCat("'", Printable(node.Scalar()), "'");
+  return StrCat("'", EscapedControls(node.Scalar()), "'");
 }
 
 bool IsNonEmptyString(const YAML::Node& node) {
@@ -143,7 +128,7 @@ absl::StatusOr<GpuPeak> ReadRow(const YAML::Node& row, size_t index,
   if (!IsNonEmptyString(row["name"])) return Invalid(where, "'name' is a non-empty string");
   GpuPeak gpu;
   gpu.name = row["name"].Scalar();
-  where = StrCat(where, " (", Printable(gpu.name), ")");
+  where = StrCat(where, " (", EscapedControls(gpu.name), ")");
   absl::Status st = CheckKeys(row, kRowKeys, where);
   if (st.ok()) st = ReadMatch(row, where, &gpu);
   if (!st.ok()) return st;
@@ -168,7 +153,7 @@ absl::Status CheckOrder(const GpuSpecs& specs, const std::string& display_name) 
   for (size_t later = 0; later < specs.gpus.size(); ++later) {
     const GpuPeak& gpu = specs.gpus[later];
     const std::string where =
-        StrCat(display_name, ": gpus[", later, "] (", Printable(gpu.name), ")");
+        StrCat(display_name, ": gpus[", later, "] (", EscapedControls(gpu.name), ")");
     for (size_t earlier = 0; earlier < later; ++earlier) {
       const GpuPeak& first = specs.gpus[earlier];
       if (first.name == gpu.name) {
@@ -178,9 +163,9 @@ absl::Status CheckOrder(const GpuSpecs& specs, const std::string& display_name) 
         for (const std::string& caught_by : first.match) {
           if (match.find(caught_by) == std::string::npos) continue;
           return Invalid(where,
-                         StrCat("match '", Printable(match), "' never wins: gpus[", earlier, "] (",
-                                Printable(first.name), ") comes first and matches '",
-                                Printable(caught_by), "' (put the more specific row first)"));
+                         StrCat("match '", EscapedControls(match), "' never wins: gpus[", earlier,
+                                "] (", EscapedControls(first.name), ") comes first and matches '",
+                                EscapedControls(caught_by), "' (put the more specific row first)"));
         }
       }
     }
@@ -217,7 +202,7 @@ absl::StatusOr<GpuSpecs> ParseGpuSpecs(std::string_view yaml, const std::string&
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
-        StrCat(display_name, ":", e.mark.line + 1, ": ", Printable(e.msg)));
+        StrCat(display_name, ":", e.mark.line + 1, ": ", EscapedControls(e.msg)));
   }
   return ReadSpecs(root, display_name);
 }

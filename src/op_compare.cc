@@ -174,7 +174,6 @@ struct SideTotals {
   uint64_t instances = 0;
   int64_t time_ns = 0;
   FamilyTotals kernels;
-  WorkTotals work;
 
   void Add(const TraceUnits& trace, size_t unit);
   void AddKernels(uint32_t family, uint64_t count, int64_t time_ns) {
@@ -183,7 +182,6 @@ struct SideTotals {
   void Merge(const SideTotals& other) {
     instances += other.instances;
     time_ns += other.time_ns;
-    work.Add(other.work);
     for (const auto& [family, totals] : other.kernels) {
       AddKernels(family, totals.count, totals.time_ns);
     }
@@ -193,7 +191,6 @@ struct SideTotals {
     side.instances = instances;
     side.time_ns = time_ns;
     side.kernels = KernelsByFamily(family_names, kernels);
-    side.work = work;
     return side;
   }
 };
@@ -225,8 +222,12 @@ struct TraceUnits {
 void SideTotals::Add(const TraceUnits& trace, size_t unit) {
   ++instances;
   time_ns += trace.tree->units[unit].time_ns;
+}
+
+// AddWork() adds `unit`'s perf-model work to `work`.
+void AddWork(const TraceUnits& trace, size_t unit, WorkTotals* work) {
   if (!trace.tree->unit_work.empty() && trace.tree->unit_work[unit] != kNoWork) {
-    work.Add(trace.set_work[trace.tree->unit_work[unit]]);
+    work->Add(trace.set_work[trace.tree->unit_work[unit]]);
   }
 }
 
@@ -523,13 +524,17 @@ class Comparer {
     RowTotals& r = Row(traces_[0], u1, true, p);
     traces_[1].row[u2] = static_cast<uint32_t>(r.key);
     r.sides[Side::kTrace1].Add(traces_[0], u1);
+    AddWork(traces_[0], u1, &r.row.work[Side::kTrace1]);
     r.sides[Side::kTrace2].Add(traces_[1], u2);
+    AddWork(traces_[1], u2, &r.row.work[Side::kTrace2]);
     ++p->matched;
   }
 
   void AddUnmatched(Side side, size_t unit, Partial* p) const {
     const TraceUnits& t = traces_[static_cast<size_t>(side)];
-    Row(t, unit, false, p).sides[side].Add(t, unit);
+    RowTotals& r = Row(t, unit, false, p);
+    r.sides[side].Add(t, unit);
+    AddWork(t, unit, &r.row.work[side]);
   }
 
   // Consider() keeps the matched pair if it is among the top instances by |delta|.
@@ -584,7 +589,10 @@ class Comparer {
         all->rows.push_back(std::move(r));
         continue;
       }
-      for (Side side : kSides) all->rows[it->second].sides[side].Merge(r.sides[side]);
+      for (Side side : kSides) {
+        all->rows[it->second].sides[side].Merge(r.sides[side]);
+        all->rows[it->second].row.work[side].Add(r.row.work[side]);
+      }
     }
     for (const Candidate& c : block.top) Keep(c, &all->top);
     for (UnmatchedGroup& g : block.groups) all->groups.push_back(std::move(g));
@@ -807,7 +815,7 @@ std::vector<PeakGap> FurthestFromPeak(const OpComparison& ops) {
     for (Side side : kSides) {
       const std::optional<GpuPeak>& peak = ops.traces[side].peak;
       gap.achieved[side] =
-          AchievedOf(row.sides[side].work, row.sides[side].time_ns, peak ? &*peak : nullptr);
+          AchievedOf(row.work[side], row.sides[side].time_ns, peak ? &*peak : nullptr);
     }
     const std::optional<double> p1 = gap.achieved[Side::kTrace1].percent_of_peak;
     const std::optional<double> p2 = gap.achieved[Side::kTrace2].percent_of_peak;

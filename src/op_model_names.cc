@@ -1,10 +1,10 @@
 // OpModelOf() and FamilyOf() (parse.h): which perf model applies to a cpu_op, by its exact name, as
-// docs/perf-models.md lists them. The parser asks once per distinct op name of a chunk.
-#include <algorithm>
+// docs/perf-models.md lists them.
+#include <iterator>
 #include <string_view>
 #include <utility>
-#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "tracefuse/parse.h"
 
 namespace tracefuse {
@@ -107,24 +107,20 @@ constexpr NamedModel kNamedModels[] = {
     {"aten::copy_", OpModel::kCopy},
 };
 
-// ModelsByName() is kNamedModels sorted by name, built once: the table above stays in the doc's
-// order, which is what a reader checks it against.
-const std::vector<NamedModel>& ModelsByName() {
-  static const std::vector<NamedModel>* const sorted = [] {
-    auto* models = new std::vector<NamedModel>(std::begin(kNamedModels), std::end(kNamedModels));
-    std::sort(models->begin(), models->end());
-    return models;
-  }();
-  return *sorted;
+// ModelsByName() is kNamedModels by name, built once. The parser asks it of every cpu_op whose
+// args it may read, so a hash lookup rather than a search of sorted names.
+const absl::flat_hash_map<std::string_view, OpModel>& ModelsByName() {
+  static const auto* const by_name = new absl::flat_hash_map<std::string_view, OpModel>(
+      std::begin(kNamedModels), std::end(kNamedModels));
+  return *by_name;
 }
 
 }  // namespace
 
 OpModel OpModelOf(std::string_view name) {
-  const std::vector<NamedModel>& models = ModelsByName();
-  auto it = std::lower_bound(models.begin(), models.end(), name,
-                             [](const NamedModel& m, std::string_view n) { return m.first < n; });
-  return it != models.end() && it->first == name ? it->second : OpModel::kNone;
+  const auto& models = ModelsByName();
+  const auto it = models.find(name);
+  return it != models.end() ? it->second : OpModel::kNone;
 }
 
 OpModelFamily FamilyOf(OpModel model) {

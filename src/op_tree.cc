@@ -324,14 +324,14 @@ class UnitLinker {
     if (closing.shaped_op != kNone) {
       const auto bit = static_cast<uint8_t>(1u << static_cast<unsigned>(closing.family));
       if ((counted & bit) == 0) {
-        ++open_work_[closing.operator_unit][closing.shaped_op];
+        CountWork(closing.operator_unit, closing.shaped_op);
         counted |= bit;
       }
     }
     if (parent != nullptr) parent->counted_inside |= counted;
     const bool unit_closes = closing.operator_unit != kNone &&
                              (parent == nullptr || parent->operator_unit != closing.operator_unit);
-    if (unit_closes) FinishUnitWork(closing.operator_unit);
+    if (unit_closes && counted != 0) FinishUnitWork(closing.operator_unit);
   }
 
   // ForgetHostNames() starts a new numbering of host names (a streamed chunk's own): the
@@ -444,24 +444,53 @@ class UnitLinker {
     return it->second;
   }
 
+  // OpenWork is the ops counted so far in one open unit. Units nest per thread, so few are open
+  // at once: a short list, its vectors reused.
+  struct OpenWork {
+    uint32_t unit = kNone;
+    std::vector<UnitWork> ops;
+  };
+
+  void CountWork(uint32_t unit, uint32_t shaped_op) {
+    auto open = std::find_if(open_work_.begin(), open_work_.end(),
+                             [unit](const OpenWork& w) { return w.unit == unit; });
+    if (open == open_work_.end()) {
+      open = std::find_if(open_work_.begin(), open_work_.end(),
+                          [](const OpenWork& w) { return w.unit == kNone; });
+      if (open == open_work_.end()) open = open_work_.insert(open_work_.end(), OpenWork());
+      open->unit = unit;
+    }
+    auto op = std::find_if(open->ops.begin(), open->ops.end(),
+                           [shaped_op](const UnitWork& w) { return w.shaped_op == shaped_op; });
+    if (op == open->ops.end()) op = open->ops.insert(open->ops.end(), UnitWork{shaped_op, 0});
+    ++op->count;
+  }
+
   // FinishUnitWork() makes the ops counted in `unit` a work set, shared with the units that
-  // counted the same ones: a model's layers repeat their shapes.
+  // counted the same ones: a model's layers repeat their shapes, and most units count one op.
   void FinishUnitWork(uint32_t unit) {
-    auto it = open_work_.find(unit);
-    if (it == open_work_.end()) return;
-    std::vector<UnitWork> set;
-    for (const auto& [op, count] : it->second) set.push_back(UnitWork{op, count});
+    auto open = std::find_if(open_work_.begin(), open_work_.end(),
+                             [unit](const OpenWork& w) { return w.unit == unit; });
+    if (open == open_work_.end()) return;
+    std::vector<UnitWork>& set = open->ops;
     std::sort(set.begin(), set.end(),
               [](const UnitWork& a, const UnitWork& b) { return a.shaped_op < b.shaped_op; });
-    open_work_.erase(it);
-    std::string key(reinterpret_cast<const char*>(set.data()), set.size() * sizeof(UnitWork));
-    auto [id, inserted] = work_set_ids_.try_emplace(
-        std::move(key), static_cast<uint32_t>(tree_.work_sets.size() - 1));
-    if (inserted) {
+    const uint32_t next_set = static_cast<uint32_t>(tree_.work_sets.size() - 1);
+    uint32_t id;
+    if (set.size() == 1 && set[0].count == 1) {
+      id = single_op_sets_.try_emplace(set[0].shaped_op, next_set).first->second;
+    } else {
+      std::string key(reinterpret_cast<const char*>(set.data()), set.size() * sizeof(UnitWork));
+      id = work_set_ids_.try_emplace(std::move(key), next_set).first->second;
+    }
+    if (id == next_set) {
       tree_.work.insert(tree_.work.end(), set.begin(), set.end());
       tree_.work_sets.push_back(static_cast<uint32_t>(tree_.work.size()));
     }
-    pending_work_[unit] = id->second;
+    if (pending_work_.size() <= unit) pending_work_.resize(pending_.size(), kNoWork);
+    pending_work_[unit] = id;
+    set.clear();
+    open->unit = kNone;
   }
 
   uint64_t WorkBytes() const {
@@ -469,13 +498,14 @@ class UnitLinker {
                      tree_.shaped_ops.capacity() * sizeof(ShapedOp) +
                      shaped_op_ids_.capacity() * (sizeof(std::string) + 8) +
                      work_set_ids_.capacity() * (sizeof(std::string) + 8) +
-                     shaped_op_of_host_.capacity() * 16 + pending_work_.capacity() * 8;
+                     single_op_sets_.capacity() * 8 + shaped_op_of_host_.capacity() * 16 +
+                     BytesOf(pending_work_);
     // A shaped op is held twice: as the tree's entry and as the key "name\x1eshapes".
     for (const ShapedOp& op : tree_.shaped_ops) {
       bytes += 2 * (op.name.capacity() + op.shapes.capacity()) + 1;
     }
     bytes += tree_.work.size() * sizeof(UnitWork);  // the work sets' keys
-    for (const auto& [unit, ops] : open_work_) bytes += 16 + ops.capacity() * 12;
+    for (const OpenWork& open : open_work_) bytes += sizeof(OpenWork) + BytesOf(open.ops);
     return bytes;
   }
 
@@ -638,8 +668,10 @@ class UnitLinker {
     }
     if (!pending_work_.empty()) {
       tree_.unit_work.assign(kept, kNoWork);
-      for (const auto& [unit, set] : pending_work_) {
-        if (new_index[unit] < kept) tree_.unit_work[new_index[unit]] = set;
+      for (uint32_t u = 0; u < pending_work_.size(); ++u) {
+        if (pending_work_[u] != kNoWork && new_index[u] < kept) {
+          tree_.unit_work[new_index[u]] = pending_work_[u];
+        }
       }
     }
     for (size_t i = 0; i < tree_.units.size(); ++i) {
@@ -650,9 +682,10 @@ class UnitLinker {
       }
     }
     tree_.units.resize(kept);
-    pending_work_ = absl::flat_hash_map<uint32_t, uint32_t>();
+    pending_work_ = std::vector<uint32_t>();
     shaped_op_ids_ = StringMap<uint32_t>();
     work_set_ids_ = StringMap<uint32_t>();
+    single_op_sets_ = absl::flat_hash_map<uint32_t, uint32_t>();
     pending_ = std::deque<PendingUnit>();
     unit_flags_ = std::deque<uint8_t>();
     latest_end_ = std::vector<int64_t>();
@@ -693,11 +726,11 @@ class UnitLinker {
   static constexpr uint8_t kUntold = UINT8_MAX;
   std::vector<uint8_t> models_;
   StringMap<uint32_t> shaped_op_ids_;
-  StringMap<uint32_t> work_set_ids_;
+  StringMap<uint32_t> work_set_ids_;                           // several ops, or one op n times
+  absl::flat_hash_map<uint32_t, uint32_t> single_op_sets_;     // shaped op -> its set of one
   absl::flat_hash_map<uint64_t, uint32_t> shaped_op_of_host_;  // (host name, shapes) -> op
-  // Per open unit, the ops counted so far: shaped op -> instances.
-  absl::flat_hash_map<uint32_t, absl::flat_hash_map<uint32_t, uint32_t>> open_work_;
-  absl::flat_hash_map<uint32_t, uint32_t> pending_work_;
+  std::vector<OpenWork> open_work_;
+  std::vector<uint32_t> pending_work_;  // per pending unit: its work set; kNoWork past the end
 };
 
 // NestAnyOrder() nests a collected CPU side into `linker`, thread by thread: ops by start,

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 
-#include "absl/container/flat_hash_map.h"
 #include "tracefuse/perf_model.h"
 
 namespace tracefuse {
 namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
 
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
   uint64_t sum;
@@ -39,6 +40,7 @@ WorkTotals WorkOfOp(const ShapedOp& op) {
 }  // namespace
 
 void WorkTotals::Add(const WorkTotals& other, uint64_t times) {
+  if (!other.flops && !other.bytes) return;
   AddTimes(&flops, other.flops, times);
   AddTimes(&bytes, other.bytes, times);
   for (size_t d = 0; d < kDTypes; ++d) {
@@ -74,34 +76,53 @@ std::vector<WorkTotals> WorkOfSets(const OpTree& tree) {
 std::vector<CategoryWork> CategoryWorkOf(const TraceProfile& profile, const OpTree& tree,
                                          const std::vector<WorkTotals>& set_work) {
   std::vector<CategoryWork> work(profile.category_count());
-  if (tree.unit_work.empty()) return work;
+  const bool any_flops = std::any_of(set_work.begin(), set_work.end(),
+                                     [](const WorkTotals& w) { return w.flops.value_or(0) > 0; });
+  if (!any_flops) return work;  // no pass over the kernels: most graph-replay traces
   auto flops_of = [&](uint32_t unit) -> uint64_t {
     const uint32_t set = tree.unit_work[unit];
     return set == kNoWork ? 0 : set_work[set].flops.value_or(0);
   };
-  // Kernel time per (unit, category), for the units with FLOPs only.
-  absl::flat_hash_map<uint64_t, int64_t> unit_category_ns;
+  // Kernel time per (unit, category), for the units with FLOPs only: per unit a short list of
+  // its categories (most units run kernels of one or two), linked through one pool.
+  struct CategoryTime {
+    int64_t ns = 0;
+    uint32_t next = kNone;
+    CategoryId category = 0;
+  };
+  std::vector<uint32_t> first(tree.units.size(), kNone);
+  std::vector<CategoryTime> pool;
   const std::vector<CategoryId> category = profile.NameCategories();
   profile.kernels.ForEach([&](const KernelRecord& k) {
     if (k.group == kNoGroup || tree.group_unit[k.group] == kNoUnit) return;
     const uint32_t unit = tree.group_unit[k.group];
     if (flops_of(unit) == 0) return;
-    unit_category_ns[(uint64_t{unit} << 8) | category[k.name]] += k.dur_ns;
-  });
-  // Each unit's category with the most time (ties: the lower id), then its credit.
-  absl::flat_hash_map<uint32_t, std::pair<int64_t, CategoryId>> heaviest;
-  for (const auto& [key, ns] : unit_category_ns) {
-    const auto unit = static_cast<uint32_t>(key >> 8);
-    const auto c = static_cast<CategoryId>(key & 0xff);
-    auto [it, added] = heaviest.try_emplace(unit, ns, c);
-    if (!added && (ns > it->second.first || (ns == it->second.first && c < it->second.second))) {
-      it->second = {ns, c};
+    // The unit's entry of the kernel's category, appended at the end of its list when new.
+    uint32_t entry = first[unit], last = kNone;
+    while (entry != kNone && pool[entry].category != category[k.name]) {
+      last = entry;
+      entry = pool[entry].next;
     }
-  }
-  for (const auto& [unit, top] : heaviest) {
-    CategoryWork& w = work[top.second];
+    if (entry == kNone) {
+      entry = static_cast<uint32_t>(pool.size());
+      pool.push_back(CategoryTime{0, kNone, category[k.name]});
+      (last == kNone ? first[unit] : pool[last].next) = entry;
+    }
+    pool[entry].ns += k.dur_ns;
+  });
+  // Each unit credits its FLOPs to its category with the most time (ties: the lower id).
+  for (uint32_t unit = 0; unit < first.size(); ++unit) {
+    const CategoryTime* top = nullptr;
+    for (uint32_t i = first[unit]; i != kNone; i = pool[i].next) {
+      const CategoryTime& c = pool[i];
+      if (top == nullptr || c.ns > top->ns || (c.ns == top->ns && c.category < top->category)) {
+        top = &c;
+      }
+    }
+    if (top == nullptr) continue;
+    CategoryWork& w = work[top->category];
     w.flops = SaturatingAdd(w.flops, flops_of(unit));
-    w.time_ns += top.first;
+    w.time_ns += top->ns;
   }
   return work;
 }

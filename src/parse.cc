@@ -767,7 +767,9 @@ simdjson::error_code ReadEvent(od::object event, bool host, EventFields* f) {
       f->dur_raw = value.raw_json_token();
     } else if (key == "args" && wants_args(*f)) {
       return ReadArgs(value, true, host && !f->have_cat, f);
-    } else if (key == "args" && host && f->kind == EventKind::kOperator) {
+    } else if (key == "args" && host && f->kind == EventKind::kOperator &&
+               (!f->have_name || OpModelOf(f->name) != OpModel::kNone)) {
+      // Only the ops a perf model reads have their args read: they are most of an op's bytes.
       return ReadArgs(value, false, true, f);
     } else if (key == "pid") {
       f->pid_raw = value.raw_json_token();

@@ -55,7 +55,6 @@ struct OpSide {
   uint64_t instances = 0;
   std::vector<OpKernels> kernels;
   int64_t time_ns = 0;
-  WorkTotals work;  // what the perf models count in its units (op_work.h)
 };
 
 // TimeDelta() is trace 1's kernel time minus trace 2's; TimeRatio() is trace 1's over trace 2's,
@@ -71,6 +70,7 @@ struct OpRow {
   bool matched = false;
   uint64_t instances = 0;
   PerSide<OpSide> sides;
+  PerSide<WorkTotals> work;  // what the perf models count in each side's units (op_work.h)
 
   int64_t delta_ns() const { return TimeDelta(sides); }
 };

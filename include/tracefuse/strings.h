@@ -23,6 +23,22 @@
 
 namespace tracefuse {
 
+// EscapedControls() is `text` with its control characters written as \xNN: error messages quote
+// files (keys, names, what a parser stumbled on), and a newline there would split the one-line
+// error.
+inline std::string EscapedControls(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      fmt::format_to(std::back_inserter(out), "\\x{:02x}", byte);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 // AsciiLower() is `s` with its ASCII letters lowercased: absl::AsciiStrToLower for a
 // std::string_view, which Debian's absl::AsciiStrToLower(absl::string_view) does not take.
 inline std::string AsciiLower(std::string_view s) {

@@ -180,6 +180,21 @@ def test_stats_and_breakdown_equal_the_clis_json(pair):
     assert without(tracefuse.stats(pair[0]), *timings) == without(json.loads(out), *timings)
     out, _err = cli("breakdown", pair[1], "--format", "json", "--top", 3, "--ruleset", "wafer-kernel")
     assert tracefuse.breakdown(pair[1], ruleset="wafer-kernel", top=3) == json.loads(out)
+    out, _err = cli("breakdown", pair[1], "--format", "json", "--by-op")
+    assert tracefuse.breakdown(pair[1], by_op=True) == json.loads(out)
+
+
+def test_breakdown_by_op_gives_each_category_its_tflops():
+    trace = SHARED / "traces" / "real" / "tl_h100_timesformer.json.gz"
+    if not trace.exists():
+        pytest.skip(f"{trace} (../shared) is not present on this machine")
+    result = tracefuse.breakdown(trace, by_op=True)
+    out, _err = cli("breakdown", trace, "--format", "json", "--by-op")
+    assert result == json.loads(out)
+    gemm = next(c for c in result["categories"] if c["category"] == "GEMM")
+    assert gemm["flops"] > 0
+    assert gemm["tflops_per_s"] == pytest.approx(gemm["flops"] / (gemm["flops_time_us"] * 1e6))
+    assert "flops" not in tracefuse.breakdown(trace)["categories"][0]
 
 
 def test_classify_equals_the_clis_classify(work):

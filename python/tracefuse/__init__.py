@@ -247,10 +247,12 @@ def stats(path, ruleset="tracefuse", threads=None, *, lenient=False,
 
 
 def breakdown(path, ruleset="tracefuse", top=5, threads=None, *, lenient=False,
-              max_event_bytes=_core.DEFAULT_MAX_EVENT_BYTES, progress=None):
+              max_event_bytes=_core.DEFAULT_MAX_EVENT_BYTES, progress=None, by_op=False):
     """Where one trace's kernel time goes: `tracefuse breakdown --format json` as a dict
-    (categories by time with their `top` kernels, and the top unclassified kernels)."""
+    (categories by time with their `top` kernels, and the top unclassified kernels); with
+    `by_op`, as `--by-op`: each category's achieved TFLOP/s where the trace recorded shapes."""
     text = _core.breakdown_json(_path(path, "path"), _ruleset(ruleset), _int(top, "top", 1),
+                                bool(by_op),
                                 *_read_options(threads, lenient, max_event_bytes, progress))
     return _json.loads(text)
 

@@ -86,8 +86,9 @@ void WriteTruncation(const TraceProfile& profile, PyJsonWriter* w) {
   w->EndObject();
 }
 
-std::string AchievedText(const OpSide& side, const std::optional<GpuPeak>& peak) {
-  const Achieved a = AchievedOf(side.work, side.time_ns, peak ? &*peak : nullptr);
+std::string AchievedText(const OpRow& row, Side side, const std::optional<GpuPeak>& peak) {
+  const WorkTotals& work = row.work[side];
+  const Achieved a = AchievedOf(work, row.sides[side].time_ns, peak ? &*peak : nullptr);
   std::string out;
   if (a.tflops_per_s) {
     out = fmt::format("{:.1f} TFLOP/s", *a.tflops_per_s);
@@ -96,7 +97,7 @@ std::string AchievedText(const OpSide& side, const std::optional<GpuPeak>& peak)
   } else {
     return out;
   }
-  if (const DType dtype = side.work.dtype(); dtype != DType::kUnknown) {
+  if (const DType dtype = work.dtype(); dtype != DType::kUnknown) {
     out += fmt::format(" {}", DTypeName(dtype));
   }
   if (a.percent_of_peak) out += fmt::format(", {:.1f}% of peak", *a.percent_of_peak);

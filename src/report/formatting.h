@@ -98,9 +98,9 @@ void WriteTruncation(const TraceProfile& profile, PyJsonWriter* w);
 // break, with quotes doubled. Kernel names hold commas.
 std::string CsvField(const std::string& field);
 
-// AchievedText() is what an ops row side's work reached on `peak`: "41.2 TFLOP/s bf16, 4.2% of
+// AchievedText() is what an ops row's side's work reached on `peak`: "41.2 TFLOP/s bf16, 4.2% of
 // peak (compute)", "1.90 TB/s bf16, 36.0% of peak (memory)"; "" without FLOPs or bytes.
-std::string AchievedText(const OpSide& side, const std::optional<GpuPeak>& peak);
+std::string AchievedText(const OpRow& row, Side side, const std::optional<GpuPeak>& peak);
 
 }  // namespace tracefuse
 

@@ -28,10 +28,11 @@ std::string OptionalCell(const std::optional<T>& value) {
 }
 
 // WorkCells() are a side's flops, bytes, dtype, TFLOP/s, TB/s, percent of peak and bound.
-std::string WorkCells(const OpSide& side, const std::optional<GpuPeak>& peak) {
-  const Achieved a = AchievedOf(side.work, side.time_ns, peak ? &*peak : nullptr);
-  const DType dtype = side.work.dtype();
-  return StrCat(OptionalCell(side.work.flops), ",", OptionalCell(side.work.bytes), ",",
+std::string WorkCells(const OpRow& row, Side side, const std::optional<GpuPeak>& peak) {
+  const WorkTotals& work = row.work[side];
+  const Achieved a = AchievedOf(work, row.sides[side].time_ns, peak ? &*peak : nullptr);
+  const DType dtype = work.dtype();
+  return StrCat(OptionalCell(work.flops), ",", OptionalCell(work.bytes), ",",
                 dtype == DType::kUnknown ? "" : DTypeName(dtype), ",", OptionalCell(a.tflops_per_s),
                 ",", OptionalCell(a.tb_per_s), ",", OptionalCell(a.percent_of_peak), ",",
                 a.bound ? BoundName(*a.bound) : "");
@@ -63,12 +64,13 @@ std::string OpsCsv(const OpComparison& ops, const OpsContext& context) {
     const OpSide& b = row.sides[Side::kTrace2];
     const std::optional<double> r = TimeRatio(row.sides);
     const std::string ratio = r ? CsvNumber(*r) : "";
-    out += StrCat(CsvField(row.op), ",", CsvField(row.scope), ",", row.matched ? "true" : "false",
-                  ",", row.instances, ",", a.instances, ",", CsvNumber(Micros(a.time_ns)), ",",
-                  b.instances, ",", CsvNumber(Micros(b.time_ns)), ",",
-                  CsvNumber(Micros(row.delta_ns())), ",", ratio, ",", KernelsCell(a.kernels), ",",
-                  KernelsCell(b.kernels), ",", WorkCells(a, ops.traces[Side::kTrace1].peak), ",",
-                  WorkCells(b, ops.traces[Side::kTrace2].peak), "\n");
+    out +=
+        StrCat(CsvField(row.op), ",", CsvField(row.scope), ",", row.matched ? "true" : "false", ",",
+               row.instances, ",", a.instances, ",", CsvNumber(Micros(a.time_ns)), ",", b.instances,
+               ",", CsvNumber(Micros(b.time_ns)), ",", CsvNumber(Micros(row.delta_ns())), ",",
+               ratio, ",", KernelsCell(a.kernels), ",", KernelsCell(b.kernels), ",",
+               WorkCells(row, Side::kTrace1, ops.traces[Side::kTrace1].peak), ",",
+               WorkCells(row, Side::kTrace2, ops.traces[Side::kTrace2].peak), "\n");
   }
   return out;
 }

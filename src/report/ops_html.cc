@@ -309,8 +309,8 @@ void OpsHtmlPage::OpTable(const std::vector<const OpRow*>& rows) {
         MicrosText(row->sides[Side::kTrace2].time_ns), SignedMicrosText(row->delta_ns()),
         ratio ? RatioText(*ratio) : "-", FamiliesHtml(row->sides[Side::kTrace1].kernels),
         FamiliesHtml(row->sides[Side::kTrace2].kernels),
-        HtmlEscaped(AchievedText(row->sides[Side::kTrace1], ops_.traces[Side::kTrace1].peak)),
-        HtmlEscaped(AchievedText(row->sides[Side::kTrace2], ops_.traces[Side::kTrace2].peak)));
+        HtmlEscaped(AchievedText(*row, Side::kTrace1, ops_.traces[Side::kTrace1].peak)),
+        HtmlEscaped(AchievedText(*row, Side::kTrace2, ops_.traces[Side::kTrace2].peak)));
   }
   doc_.Append("</table>\n");
 }

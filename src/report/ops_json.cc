@@ -44,11 +44,12 @@ void OptionalField(std::string_view key, const std::optional<T>& value, PyJsonWr
 
 // WorkFields() writes what the perf models count in a side's units and what it achieved on
 // `peak` (docs/perf-models.md).
-void WorkFields(const OpSide& side, const std::optional<GpuPeak>& peak, PyJsonWriter* w) {
-  const Achieved achieved = AchievedOf(side.work, side.time_ns, peak ? &*peak : nullptr);
-  OptionalField("flops", side.work.flops, w);
-  OptionalField("bytes", side.work.bytes, w);
-  const DType dtype = side.work.dtype();
+void WorkFields(const OpRow& row, Side side, const std::optional<GpuPeak>& peak, PyJsonWriter* w) {
+  const WorkTotals& work = row.work[side];
+  const Achieved achieved = AchievedOf(work, row.sides[side].time_ns, peak ? &*peak : nullptr);
+  OptionalField("flops", work.flops, w);
+  OptionalField("bytes", work.bytes, w);
+  const DType dtype = work.dtype();
   OptionalField("dtype", dtype == DType::kUnknown ? std::nullopt : std::optional(DTypeName(dtype)),
                 w);
   OptionalField("tflops_per_s", achieved.tflops_per_s, w);
@@ -118,7 +119,7 @@ void RowJson(const OpRow& row, const PerSide<OpTraceSummary>& traces, PyJsonWrit
     w->Key(SideKey(side));
     w->BeginObject();
     SideFields(row.sides[side], w);
-    WorkFields(row.sides[side], traces[side].peak, w);
+    WorkFields(row, side, traces[side].peak, w);
     w->EndObject();
   }
   w->Field("delta_us", Micros(row.delta_ns()));

@@ -234,8 +234,8 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
                        ShortScope(row.scope), row.instances, MicrosText(x.time_ns),
                        MicrosText(y.time_ns), SignedMicrosText(row.delta_ns()), ratio,
                        KernelList(x.kernels), KernelList(y.kernels),
-                       AchievedText(x, ops_.traces[Side::kTrace1].peak),
-                       AchievedText(y, ops_.traces[Side::kTrace2].peak)));
+                       AchievedText(row, Side::kTrace1, ops_.traces[Side::kTrace1].peak),
+                       AchievedText(row, Side::kTrace2, ops_.traces[Side::kTrace2].peak)));
       continue;
     }
     Line(fmt::format("  {}  {}  x{}: {} us vs {} us ({} us, {})", row.op,
@@ -243,9 +243,8 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
                      MicrosText(x.time_ns), MicrosText(y.time_ns), SignedMicrosText(row.delta_ns()),
                      ratio));
     for (Side side : kSides) {
-      const OpSide& s = row.sides[side];
-      const std::string achieved = AchievedText(s, ops_.traces[side].peak);
-      Line(fmt::format("      {}: {}{}", Label(side), KernelList(s.kernels),
+      const std::string achieved = AchievedText(row, side, ops_.traces[side].peak);
+      Line(fmt::format("      {}: {}{}", Label(side), KernelList(row.sides[side].kernels),
                        achieved.empty() ? "" : " -- " + achieved));
     }
   }
