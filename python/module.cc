@@ -150,15 +150,17 @@ PipelineOptions Pipeline(const ReadOptions& read, bool keep_kernel_records) {
 }
 
 // ProfileOne() streams one trace (stats, breakdown) with the GIL released; `step_figures`: as
-// `stats --format json`, which lists each step; `host_activity`: with its CPU side (--by-op).
+// `stats --format json`, which lists each step; `host_activity`: with its CPU side (--by-op);
+// `by_launching_op`: names no rule matches classified by their launching ops (not --name-only).
 TraceProfile ProfileOne(const std::string& path, const std::string& ruleset,
                         const ReadOptions& read, bool step_figures = false,
-                        bool host_activity = false) {
+                        bool host_activity = false, bool by_launching_op = false) {
   std::shared_ptr<const Classifier> classifier = Rules(ruleset);
   // The CPU side links kernels to ops: it needs the kernel records.
   PipelineOptions options = Pipeline(read, /*keep_kernel_records=*/host_activity);
   options.step_figures = step_figures;
   options.host_activity = host_activity;
+  options.classify_by_launching_op = by_launching_op;
   Progress progress(read.progress);
   progress.Install(&options);
   absl::StatusOr<std::vector<TraceProfile>> profiles;
@@ -202,9 +204,10 @@ py::dict HashOrderDict(const FusionReport& report) {
 // Compare() is compare's JSON text; with `hash_order`, the pair (JSON, HashOrderDict()).
 py::object Compare(const std::string& trace1, const std::string& trace2, const std::string& ruleset,
                    uint32_t min_group_size, const std::string& label1, const std::string& label2,
-                   bool hash_order, const ReadOptions& read) {
+                   bool hash_order, bool name_only, const ReadOptions& read) {
   std::shared_ptr<const Classifier> classifier = Rules(ruleset);
   PipelineOptions options = Pipeline(read, /*keep_kernel_records=*/true);
+  options.classify_by_launching_op = !name_only;
   Progress progress(read.progress);
   progress.Install(&options);
   CompareOptions compare;
@@ -242,8 +245,9 @@ std::string StatsJsonText(const std::string& path, const std::string& ruleset,
 
 // BreakdownJsonText() is `breakdown --format json`, with `by_op` each category's TFLOP/s.
 std::string BreakdownJsonText(const std::string& path, const std::string& ruleset, size_t top,
-                              bool by_op, const ReadOptions& read) {
-  TraceProfile profile = ProfileOne(path, ruleset, read, /*step_figures=*/false, by_op);
+                              bool by_op, bool name_only, const ReadOptions& read) {
+  TraceProfile profile = ProfileOne(path, ruleset, read, /*step_figures=*/false, by_op,
+                                    /*by_launching_op=*/!name_only);
   if (!by_op) return BreakdownJson(profile, top);
   const OpTree tree = TakeOpTree(&profile);
   const std::vector<CategoryWork> work = CategoryWorkOf(profile, tree, WorkOfSets(tree));
@@ -335,14 +339,14 @@ PYBIND11_MODULE(_core, m) {
       "compare_json",
       [](const std::string& t1, const std::string& t2, const std::string& ruleset,
          uint32_t min_group_size, const std::string& label1, const std::string& label2,
-         bool hash_order, int threads, bool lenient, uint64_t max_event_bytes,
+         bool hash_order, bool name_only, int threads, bool lenient, uint64_t max_event_bytes,
          py::object progress) {
-        return Compare(t1, t2, ruleset, min_group_size, label1, label2, hash_order,
+        return Compare(t1, t2, ruleset, min_group_size, label1, label2, hash_order, name_only,
                        Read(threads, lenient, max_event_bytes, std::move(progress)));
       },
       py::arg("trace1"), py::arg("trace2"), py::arg("ruleset"), py::arg("min_group_size"),
-      py::arg("label1"), py::arg("label2"), py::arg("hash_order"), py::arg("threads"),
-      py::arg("lenient"), py::arg("max_event_bytes"), py::arg("progress"));
+      py::arg("label1"), py::arg("label2"), py::arg("hash_order"), py::arg("name_only"),
+      py::arg("threads"), py::arg("lenient"), py::arg("max_event_bytes"), py::arg("progress"));
   m.def(
       "stats_json",
       [](const std::string& path, const std::string& ruleset, int threads, bool lenient,
@@ -354,13 +358,13 @@ PYBIND11_MODULE(_core, m) {
       py::arg("max_event_bytes"), py::arg("progress"));
   m.def(
       "breakdown_json",
-      [](const std::string& path, const std::string& ruleset, size_t top, bool by_op, int threads,
-         bool lenient, uint64_t max_event_bytes, py::object progress) {
-        return BreakdownJsonText(path, ruleset, top, by_op,
+      [](const std::string& path, const std::string& ruleset, size_t top, bool by_op,
+         bool name_only, int threads, bool lenient, uint64_t max_event_bytes, py::object progress) {
+        return BreakdownJsonText(path, ruleset, top, by_op, name_only,
                                  Read(threads, lenient, max_event_bytes, std::move(progress)));
       },
-      py::arg("path"), py::arg("ruleset"), py::arg("top"), py::arg("by_op"), py::arg("threads"),
-      py::arg("lenient"), py::arg("max_event_bytes"), py::arg("progress"));
+      py::arg("path"), py::arg("ruleset"), py::arg("top"), py::arg("by_op"), py::arg("name_only"),
+      py::arg("threads"), py::arg("lenient"), py::arg("max_event_bytes"), py::arg("progress"));
   py::class_<RuleSetHandle>(m, "RuleSet")
       .def(py::init<std::string>(), py::arg("name_or_path"))
       .def_property_readonly("name", [](const RuleSetHandle& r) { return r.rules().name(); })

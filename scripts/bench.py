@@ -105,11 +105,17 @@ def cases_for(size, layout):
              f"{BASELINE} compare {a} {n} --format json --threads {THREADS}", gb_a + gb_n),
             (f"baseline ops {size} pair",
              f"{BASELINE} ops {a} {n} --format json --threads {THREADS}", gb_a + gb_n),
+            (f"baseline breakdown {size} AMD", f"{BASELINE} breakdown {a} --threads {THREADS}", gb_a),
         ]
     cases += [
         (f"stats {size} AMD", f"{TF} stats {a} --threads {THREADS}", gb_a),
         (f"compare {size} pair", f"{TF} compare {a} {n} --format json --threads {THREADS}", gb_a + gb_n),
         (f"ops {size} pair", f"{TF} ops {a} {n} --format json --threads {THREADS}", gb_a + gb_n),
+        # Issue 31: classification by launching op costs nothing where every name matches a rule
+        # (the generator's traces): the default against --name-only, which never reads the CPU side.
+        (f"breakdown {size} AMD", f"{TF} breakdown {a} --threads {THREADS}", gb_a),
+        (f"breakdown {size} AMD, --name-only", f"{TF} breakdown {a} --name-only --threads {THREADS}",
+         gb_a),
     ]
     for ext, tool in COMPRESSED.items():
         tool = tool.split()[0]
@@ -155,6 +161,8 @@ def ratio_column(name, size, t, med):
         parts.append(f"{t / med[f'compare {size} pair'][0]:.2f}x the plain pair's")
     if name.startswith("ops"):
         parts.append(f"{t / med[f'compare {size} pair'][0]:.2f}x compare's time")
+    if name == f"breakdown {size} AMD":
+        parts.append(f"{t / med[f'breakdown {size} AMD, --name-only'][0]:.2f}x --name-only's time")
     if BASELINE and f"baseline {name}" in med:
         parts.append(f"{t / med[f'baseline {name}'][0]:.2f}x the baseline binary's time")
     return "; ".join(parts)
@@ -195,6 +203,10 @@ def targets_for(size, layout, med, pair_gb):
         targets.append((f"{layout}: ops {size} pair: peak RSS within 1.1x of the baseline's",
                         f"{ops_rss:.0f} MB / {base_rss:.0f} MB = {ops_rss / base_rss:.2f}x",
                         ops_rss / base_rss <= 1.1))
+    # Issue 31: breakdown on a trace whose names all match a rule costs what --name-only does.
+    by_op_t = med[f"breakdown {size} AMD"][0] / med[f"breakdown {size} AMD, --name-only"][0]
+    targets.append((f"{layout}: breakdown {size} AMD: within 1.05x of --name-only",
+                    f"{by_op_t:.2f}x", by_op_t <= 1.05))
     # Issue 15: the HTML report costs under a tenth of the comparison and stays under 5 MB.
     page_s, compare_s, page_mb = html_page(size, layout)
     targets.append((f"{layout}: compare {size} pair --format html: page < 10 % of the comparison",

@@ -4,7 +4,9 @@
 #include <cctype>
 #include <deque>
 #include <numeric>
+#include <optional>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 
 namespace tracefuse {
@@ -263,6 +265,7 @@ struct Frame {
   uint32_t annotation_unit = kNone;  // the unit of the nearest annotation (not a step) above it
   uint32_t scope = kRootScope;       // its module frames, itself included
   uint32_t shaped_op = kNone;        // a cpu_op with a model: its OpTree::shaped_ops entry
+  uint32_t launch_op = kNoOp;        // the innermost cpu_op at or above it (launch sites only)
   bool in_step = false;              // it is a step, or a step encloses it
   OpModelFamily family = OpModelFamily::kNone;  // of its model
   uint8_t counted_inside = 0;  // the model families counted inside it, one bit each
@@ -273,7 +276,10 @@ struct Frame {
 // order.
 class UnitLinker {
  public:
-  UnitLinker() { tree_.scopes.push_back(ScopeNode{}); }
+  // `launch_sites`: keep each launch's site (OpTree::group_launch).
+  explicit UnitLinker(bool launch_sites) : launch_sites_(launch_sites) {
+    tree_.scopes.push_back(ScopeNode{});
+  }
 
   // Open() is the frame of `op`, named `name` (host name id op.name) on `thread`, with recorded
   // arguments `shapes`, inside `parent` (nullptr: no open event): a top-level cpu_op makes a
@@ -294,6 +300,7 @@ class UnitLinker {
           f.operator_unit = NewUnit(NormalizedName(op.name, name), parent_scope, op.ts_ns,
                                     op.position, thread, kReferenced);
         }
+        if (launch_sites_) f.launch_op = NormalizedName(op.name, name);
         if (const OpModel model = ModelOf(op.name, name); model != OpModel::kNone) {
           f.shaped_op = ShapedOpOf(op, model, name, shapes);
           f.family = FamilyOf(model);
@@ -364,12 +371,16 @@ class UnitLinker {
       link.linked = false;
     }
     links_.push_back(link);
+    if (launch_sites_) {
+      link_sites_.push_back(
+          innermost == nullptr ? LaunchSite{} : LaunchSite{innermost->launch_op, innermost->scope});
+    }
   }
 
   CpuSideBytes Bytes() const {
     CpuSideBytes b;
     b.units = pending_.size() * (sizeof(PendingUnit) + sizeof(uint8_t)) + BytesOf(tree_.units);
-    b.correlation_index = correlations_.bytes() + BytesOf(links_);
+    b.correlation_index = correlations_.bytes() + BytesOf(links_) + BytesOf(link_sites_);
     b.names = BytesOf(tree_.families) + BytesOf(tree_.name_family) + BytesOf(tree_.names) +
               BytesOf(tree_.scopes) + BytesOf(tree_.steps) + BytesOf(normalized_) +
               name_ids_.capacity() * (sizeof(std::string) + 8) + scope_ids_.capacity() * 16;
@@ -533,15 +544,18 @@ class UnitLinker {
   // LinkGroups() finds each correlation group's unit and lets the correlation index go.
   std::vector<GroupLink> LinkGroups(const TraceProfile& p) {
     std::vector<GroupLink> group_link(p.group_correlation.size());
+    if (launch_sites_) tree_.group_launch.resize(group_link.size());
     for (size_t g = 0; g < group_link.size(); ++g) {
       const std::optional<uint32_t> call = correlations_.Find(p.group_correlation[g]);
       if (!call) continue;
       const CallLink& link = links_[*call];
       group_link[g] = GroupLink{link.unit, link.linked};
       unit_flags_[link.unit] |= kReferenced | (link.graph ? kGraph : 0);
+      if (launch_sites_) tree_.group_launch[g] = link_sites_[*call];
     }
     correlations_.Clear();
     links_ = std::vector<CallLink>();
+    link_sites_ = std::vector<LaunchSite>();
     return group_link;
   }
 
@@ -715,8 +729,10 @@ class UnitLinker {
   uint64_t ordering_bytes_ = 0;      // what OrderUnits() held at its largest
   GroupIndex correlations_;          // correlation id -> its entry of links_
   std::vector<CallLink> links_;
-  std::vector<int64_t> latest_end_;  // per step: the latest end among it and those before
-  size_t steps_begun_ = 0;           // StepOf()'s last count of steps begun
+  bool launch_sites_;
+  std::vector<LaunchSite> link_sites_;  // per entry of links_, with launch sites
+  std::vector<int64_t> latest_end_;     // per step: the latest end among it and those before
+  size_t steps_begun_ = 0;              // StepOf()'s last count of steps begun
   absl::flat_hash_map<uint64_t, uint32_t> scope_ids_;  // (parent, name) -> scope
   StringMap<uint32_t> name_ids_;
   std::vector<uint32_t> normalized_;  // per host name: NormalizedName()
@@ -810,7 +826,7 @@ void NestAnyOrder(const TraceHost& host, UnitLinker* linker, CpuSideBytes* bytes
 }
 
 OpTree BuildAnyOrder(const TraceProfile& profile, CpuSideBytes* held) {
-  UnitLinker linker;
+  UnitLinker linker(profile.host.launch_sites);
   CpuSideBytes nesting;
   NestAnyOrder(profile.host, &linker, &nesting);
   OpTree tree =
@@ -867,6 +883,8 @@ struct CpuSideStream::Impl {
       return (!any_call || call.ts_ns >= call_ts) && (!any_op || call.ts_ns >= op_ts);
     }
   };
+
+  explicit Impl(bool launch_sites) : linker(launch_sites) {}
 
   UnitLinker linker;
   StringMap<uint32_t> thread_ids;
@@ -963,7 +981,7 @@ struct CpuSideStream::Impl {
   }
 };
 
-CpuSideStream::CpuSideStream() : impl_(std::make_unique<Impl>()) {}
+CpuSideStream::CpuSideStream(bool launch_sites) : impl_(std::make_unique<Impl>(launch_sites)) {}
 CpuSideStream::~CpuSideStream() = default;
 
 bool CpuSideStream::Consume(const HostActivity& chunk, uint64_t first_position,
@@ -1000,9 +1018,142 @@ OpTree TakeOpTree(TraceProfile* profile, CpuSideBytes* held) {
   left.any_order_reason = std::move(host.any_order_reason);
   left.events_read_again = host.events_read_again;
   left.events_without_times = host.events_without_times;
+  left.launch_sites = host.launch_sites;
   host = std::move(left);
   if (held != nullptr) *held = bytes;
+  if (profile->by_op.state == ByOpClassification::State::kPending) {
+    ClassifyByLaunchingOp(tree, *LaunchingOpTable::Builtin(), profile);
+  }
   return tree;
+}
+
+namespace {
+
+// OpCategories finds the category of a launch site by the table, remembering it per op name,
+// unit name and scope: a trace has few of each, and many launches.
+class OpCategories {
+ public:
+  // Found is a category and what gave it: an op's name, or a module's ("nn.Module: Class").
+  struct Found {
+    CategoryId category = 0;
+    uint32_t by = kNoOp;  // index into OpTree::names
+    bool module = false;
+  };
+
+  OpCategories(const OpTree& tree, const LaunchingOpTable& table, const RuleSet& rules)
+      : tree_(tree), table_(table), rules_(rules), scope_(tree.scopes.size(), kUntold) {}
+
+  std::optional<Found> Of(const LaunchSite& site, uint32_t unit) {
+    if (std::optional<Found> f = OfOp(site.op)) return f;
+    if (unit != kNoUnit && !tree_.units[unit].is_launch) {
+      if (std::optional<Found> f = OfOp(tree_.units[unit].name)) return f;
+    }
+    return OfScope(site.scope);
+  }
+
+ private:
+  static constexpr uint32_t kUntold = UINT32_MAX - 1;
+
+  std::optional<CategoryId> CategoryNamed(std::string_view category) const {
+    return category.empty() ? std::nullopt : rules_.category_index(category);
+  }
+
+  std::optional<Found> OfOp(uint32_t name) {
+    if (name == kNoOp) return std::nullopt;
+    auto [it, added] = op_.try_emplace(name, std::nullopt);
+    if (added) {
+      if (std::optional<CategoryId> c = CategoryNamed(table_.CategoryOfOp(tree_.names[name]))) {
+        it->second = Found{*c, name, false};
+      }
+    }
+    return it->second;
+  }
+
+  // OfScope() is the category of the innermost module of `scope` that the table lists.
+  std::optional<Found> OfScope(uint32_t scope) {
+    if (scope == kRootScope) return std::nullopt;
+    if (scope_[scope] == kUntold) {
+      scope_[scope] = kNoOp;
+      for (uint32_t s = scope; s != kRootScope; s = tree_.scopes[s].parent) {
+        const uint32_t name = tree_.scopes[s].name;
+        if (CategoryNamed(table_.CategoryOfModule(tree_.names[name]))) {
+          scope_[scope] = name;
+          break;
+        }
+      }
+    }
+    if (scope_[scope] == kNoOp) return std::nullopt;
+    const uint32_t name = scope_[scope];
+    return Found{*CategoryNamed(table_.CategoryOfModule(tree_.names[name])), name, true};
+  }
+
+  const OpTree& tree_;
+  const LaunchingOpTable& table_;
+  const RuleSet& rules_;
+  absl::flat_hash_map<uint32_t, std::optional<Found>> op_;  // by op name
+  std::vector<uint32_t> scope_;  // per scope: its module's name, kNoOp for none, or kUntold
+};
+
+}  // namespace
+
+void ClassifyByLaunchingOp(const OpTree& tree, const LaunchingOpTable& table,
+                           TraceProfile* profile) {
+  TraceProfile& p = *profile;
+  p.by_op.names.clear();
+  p.by_op.state = ByOpClassification::State::kDone;
+  // Per name left in the default category, the kernel time (and count) each category and op
+  // that launched it hold.
+  struct Share {
+    int64_t time_ns = 0;
+    uint64_t kernels = 0;
+    bool operator<(const Share& o) const {
+      return time_ns != o.time_ns ? time_ns < o.time_ns : kernels < o.kernels;
+    }
+  };
+  absl::flat_hash_map<uint32_t, absl::btree_map<std::pair<CategoryId, uint64_t>, Share>> found;
+  std::vector<bool> left(p.names.size());
+  bool any_left = false;
+  for (uint32_t n = 0; n < p.names.size(); ++n) any_left |= left[n] = p.in_default_by_name(n);
+  if (!any_left) {
+    p.by_op.state = ByOpClassification::State::kNothingLeft;
+    return;
+  }
+  if (tree.group_launch.empty()) return;
+  OpCategories categories(tree, table, p.classifier->rule_set());
+  p.kernels.ForEach([&](const KernelRecord& k) {
+    if (!left[k.name] || k.group == kNoGroup) return;
+    const std::optional<OpCategories::Found> f =
+        categories.Of(tree.group_launch[k.group], tree.group_unit[k.group]);
+    if (!f) return;
+    const uint64_t by = (uint64_t{f->by} << 1) | uint64_t{f->module};
+    Share& share = found[k.name][{f->category, by}];
+    share.time_ns += k.dur_ns;
+    ++share.kernels;
+  });
+  for (const auto& [name, shares] : found) {
+    // The category with most time, then the op with most time in it; ties go to the lower id.
+    absl::btree_map<CategoryId, Share> per_category;
+    for (const auto& [key, share] : shares) {
+      Share& c = per_category[key.first];
+      c.time_ns += share.time_ns;
+      c.kernels += share.kernels;
+    }
+    auto best = per_category.begin();
+    for (auto it = per_category.begin(); it != per_category.end(); ++it) {
+      if (best->second < it->second) best = it;
+    }
+    const std::pair<CategoryId, uint64_t>* op = nullptr;
+    Share op_share;
+    for (const auto& [key, share] : shares) {
+      if (key.first == best->first && (op == nullptr || op_share < share)) {
+        op = &key;
+        op_share = share;
+      }
+    }
+    const std::string& op_name = tree.names[op->second >> 1];
+    p.by_op.names[name] =
+        NameByOp{best->first, (op->second & 1) ? StrCat("nn.Module: ", op_name) : op_name};
+  }
 }
 
 std::vector<std::vector<CategoryId>> KernelTypesOf(const TraceProfile& profile, const OpTree& tree,

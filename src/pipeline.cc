@@ -378,6 +378,13 @@ absl::StatusOr<TraceProfile> FinishProfile(const std::string& path, const ChunkS
 
 using CpuSideReading = TraceReducer::CpuSideReading;
 
+// KeepsLaunchSites() tells whether the op tree of a trace read with `options` keeps its launch
+// sites: for classification by launching op, where the CPU side is read anyway.
+bool KeepsLaunchSites(const PipelineOptions& options, const Classifier& classifier) {
+  return options.host_activity && options.classify_by_launching_op &&
+         ClassifiesByLaunchingOp(classifier.rule_set());
+}
+
 using GpuTimelineReading = TraceReducer::GpuTimelineReading;
 
 // GpuTimelineReadingFor() streams the GPU timeline where a failed sweep can read the trace
@@ -414,7 +421,7 @@ class TraceRun {
         reducer_(classifier, options.keep_kernel_records, CpuSideReadingFor(path, options),
                  gpu_timeline == GpuTimelineReading::kCollect ? gpu_timeline
                                                               : GpuTimelineReadingFor(path),
-                 options.step_figures),
+                 options.step_figures, KeepsLaunchSites(options, *classifier)),
         classifier_(classifier),
         classifiers_([this, classifier] {
           // Each thread's cache is made on its first chunk, after the platform is detected.
@@ -591,6 +598,54 @@ absl::Status ReadGpuTimelineAgain(const std::string& path,
 absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
                                       std::shared_ptr<const Classifier> classifier,
                                       const PipelineOptions& options, size_t threads,
+                                      SharedProgress* progress, size_t trace_index);
+
+// HasCpuOps() tells whether a trace recorded cpu_op events, which launches nest in.
+bool HasCpuOps(const TraceProfile& profile) {
+  return std::any_of(profile.event_categories.begin(), profile.event_categories.end(),
+                     [](const auto& c) { return c.first == "cpu_op" || c.first == "Operator"; });
+}
+
+// ClassifyByLaunchingOps() classifies by launching op the names of a read trace that its rule set
+// left in the default category: at once where the CPU side was read with it (TakeOpTree() then
+// classifies); otherwise by reading the trace again with its CPU side, so that traces without
+// such names (nearly all) pay nothing.
+absl::Status ClassifyByLaunchingOps(const std::string& path, const PipelineOptions& options,
+                                    size_t threads, TraceProfile* profile) {
+  using State = ByOpClassification::State;
+  TraceProfile& p = *profile;
+  ByOpClassification& by_op = p.by_op;
+  if (!ClassifiesByLaunchingOp(p.classifier->rule_set())) return absl::OkStatus();
+  bool any_left = false;
+  for (uint32_t n = 0; n < p.names.size() && !any_left; ++n) any_left = p.in_default_by_name(n);
+  by_op.state = !any_left               ? State::kNothingLeft
+                : !HasCpuOps(p)         ? State::kNoCpuSide
+                : options.host_activity ? State::kPending
+                : !CanReadTwice(path)   ? State::kCannotReadTwice
+                                        : State::kDone;
+  if (by_op.state != State::kDone) return absl::OkStatus();
+  PipelineOptions again = options;
+  again.host_activity = true;
+  again.keep_kernel_records = true;
+  again.step_figures = false;
+  again.progress = nullptr;
+  absl::StatusOr<TraceProfile> linked = RunGraph(path, p.classifier, again, threads, nullptr, 0);
+  if (!linked.ok()) return linked.status();
+  TakeOpTree(&*linked);
+  StringMap<uint32_t> name_ids;
+  for (uint32_t n = 0; n < p.names.size(); ++n) name_ids.try_emplace(p.names[n], n);
+  for (auto& [name, found] : linked->by_op.names) {
+    if (auto it = name_ids.find(linked->names[name]); it != name_ids.end()) {
+      by_op.names[it->second] = std::move(found);
+    }
+  }
+  by_op.state = linked->by_op.state;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
+                                      std::shared_ptr<const Classifier> classifier,
+                                      const PipelineOptions& options, size_t threads,
                                       SharedProgress* progress, size_t trace_index) {
   auto started = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<ByteSource>> bytes = OpenSource(path, SourceOptionsFor(options));
@@ -613,7 +668,11 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
     absl::Status again = ReadGpuTimelineAgain(path, classifier, options, threads, &*profile);
     if (!again.ok()) return again;
   }
-  if (read_again) {
+  if (options.classify_by_launching_op) {
+    absl::Status by_op = ClassifyByLaunchingOps(path, options, threads, &*profile);
+    if (!by_op.ok()) return by_op;
+  }
+  if (read_again || profile->by_op.state == ByOpClassification::State::kDone) {
     profile->elapsed_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }

@@ -53,7 +53,7 @@ uint64_t KernelStream::encoded_bytes() const {
 
 TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records,
                            CpuSideReading cpu_side, GpuTimelineReading gpu_timeline,
-                           bool step_figures)
+                           bool step_figures, bool launch_sites)
     : keep_kernel_records_(keep_kernel_records),
       cpu_side_(cpu_side),
       gpu_reading_(gpu_timeline),
@@ -64,12 +64,13 @@ TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool ke
     profile_.gpu_timeline.path = GpuTimelinePath::kCollected;
     profile_.gpu_timeline.collected_reason = "the input cannot be read twice";
   }
+  profile_.host.launch_sites = launch_sites;
   switch (cpu_side) {
     case CpuSideReading::kSkip:
       break;
     case CpuSideReading::kStream:
       profile_.host.path = CpuSidePath::kStreamed;
-      profile_.host.stream = std::make_shared<CpuSideStream>();
+      profile_.host.stream = std::make_shared<CpuSideStream>(launch_sites);
       break;
     case CpuSideReading::kCollect:
       profile_.host.path = CpuSidePath::kAnyOrder;
@@ -617,6 +618,25 @@ TraceProfile TraceReducer::Finish(TraceMetadata metadata, Platform classified_wi
   host_thread_ids_.clear();
   host_shape_ids_.clear();
   return std::move(p);
+}
+
+std::string_view ByOpStateName(ByOpClassification::State state) {
+  using State = ByOpClassification::State;
+  switch (state) {
+    case State::kOff:
+      return "off";
+    case State::kNothingLeft:
+      return "nothing left";
+    case State::kNoCpuSide:
+      return "no cpu side";
+    case State::kCannotReadTwice:
+      return "cannot read twice";
+    case State::kPending:
+      return "pending";
+    case State::kDone:
+      return "done";
+  }
+  return "";
 }
 
 std::vector<CategoryTotals> TraceProfile::PerCategory() const {

@@ -506,7 +506,7 @@ TEST(BreakdownCli, JsonShape) {
   RunResult csv =
       RunCommand(std::string(TRACEFUSE_BINARY) + " breakdown " + trace + " --format csv");
   EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
-            "category,kernel,count,time_us,time_share,by_fallback_rule");
+            "category,kernel,count,time_us,time_share,by_fallback_rule,by_op");
 }
 
 // Kernels that only a fallback rule (a word of the name) classified are marked, in every format.

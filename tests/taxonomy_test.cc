@@ -112,9 +112,6 @@ const std::map<std::string, std::string> kHarvestedExceptions = {
     {"miopen.lrn_local_response_norm",
      "local response normalization has no category of its own "
      "(labelled Other); the norm words make it LayerNorm"},
-    {"flash_attention.triton_amd",
-     "_splitK_reduce, FlashAttention's Triton split-K combine, is "
-     "named like the split-K reductions of GEMMs: GEMM"},
     {"aten.layer_norm.fwd_rms",
      "ATen's RMS norm runs the layer-norm kernels, told apart only by "
      "a template flag: LayerNorm"},

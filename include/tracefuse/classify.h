@@ -230,6 +230,53 @@ class CachedClassifier {
   StringMap<RuleId> rules_;
 };
 
+// LaunchingOpTable gives a kernel the category of the CPU operator that launched it, for kernels
+// whose names say nothing (Triton's old `triton__0d1d2d3d` names, an anonymous `kernel`, hashed
+// names) and which a rule set therefore leaves in its default category. It is data,
+// data/launching-ops.yaml, embedded at build time and read on first use (yaml-cpp takes about a
+// millisecond for it, which only a trace with such names pays). Rows are ordered: an op takes the
+// first row that names it (`ops`) or a prefix of it (`prefixes`); nn.Module classes (`modules`)
+// are a weaker hint, for a launch that no listed op encloses. docs/rules.md, "Classification by
+// launching op", says how a kernel's op is found.
+class LaunchingOpTable {
+ public:
+  // FromYaml() reads a table; errors are one line, "SOURCE:LINE: what".
+  static absl::StatusOr<std::shared_ptr<const LaunchingOpTable>> FromYaml(
+      std::string_view text, const std::string& source);
+  // Builtin() is the embedded table.
+  static std::shared_ptr<const LaunchingOpTable> Builtin();
+  // BuiltinText() is the embedded table's file.
+  static std::string_view BuiltinText();
+
+  // CategoryOfOp() is the category of operator `name` as the profiler records it ("aten::mm"),
+  // "" when no row matches.
+  std::string_view CategoryOfOp(std::string_view name) const;
+  // CategoryOfModule() is the category of nn.Module class `name` ("LayerNorm", without the
+  // instance number), "" when no row matches.
+  std::string_view CategoryOfModule(std::string_view name) const;
+  // categories() lists the categories the rows give, each once, in row order.
+  const std::vector<std::string>& categories() const { return categories_; }
+
+ private:
+  // Rows is one ordered list of rows: exact names and prefixes, each with its first row.
+  struct Rows {
+    StringMap<uint32_t> exact;
+    std::vector<std::pair<std::string, uint32_t>> prefixes;  // in row order
+    std::vector<std::string> category;                       // per row
+    std::string_view Match(std::string_view name) const;
+  };
+  class FileReader;  // launching_ops.cc
+
+  Rows ops_, modules_;
+  std::vector<std::string> categories_;
+};
+
+// ClassifiesByLaunchingOp() tells whether the kernels that `rules` leaves in its default category
+// are classified by their launching op: for the `tracefuse` set and rule files that extend it,
+// whose categories the table uses; not for the reference's sets, whose reports reproduce the
+// reference's.
+bool ClassifiesByLaunchingOp(const RuleSet& rules);
+
 // The first `n` code points of UTF-8 `s` (Python's s[:n]).
 std::string_view Utf8Prefix(std::string_view s, size_t n);
 

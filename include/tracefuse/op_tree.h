@@ -96,6 +96,14 @@ struct StepSpan {
 };
 
 inline constexpr uint32_t kNoWork = UINT32_MAX;
+inline constexpr uint32_t kNoOp = UINT32_MAX;
+
+// LaunchSite is where a kernel was launched from: the innermost cpu_op open around the runtime
+// call (index into OpTree::names, normalised; kNoOp for none) and the module scope there.
+struct LaunchSite {
+  uint32_t op = kNoOp;
+  uint32_t scope = kRootScope;
+};
 
 // ShapedOp is a cpu_op a perf model applies to (OpModelOf()), with its recorded arguments as the
 // parser keeps them (HostActivity::shapes; "" when the trace records none).
@@ -125,6 +133,9 @@ struct OpTree {
   // Kernels no runtime call launched, by family: by time (descending), then family.
   std::vector<UnitKernels> no_launch_kernels;
   std::vector<uint32_t> group_unit;  // per correlation group of the profile: its unit, or kNoUnit
+  // Per correlation group, where its launch was made; only when the CPU side was read with
+  // TraceHost::launch_sites (8 bytes a group), empty otherwise.
+  std::vector<LaunchSite> group_launch;
   // What the perf models read (docs/perf-models.md, "Which ops count"): per unit, the ops counted
   // in it, as a set of UnitWork shared by the units that count the same ops with the same shapes.
   // Set s is work[work_sets[s], work_sets[s + 1]). unit_work is empty when no op has a model.
@@ -162,7 +173,8 @@ struct CpuSideBytes {
 // it), while each thread's events stay in time order; see the top of this file.
 class CpuSideStream {
  public:
-  CpuSideStream();
+  // `launch_sites`: keep each launch's site (OpTree::group_launch).
+  explicit CpuSideStream(bool launch_sites = false);
   ~CpuSideStream();
   CpuSideStream(const CpuSideStream&) = delete;
   CpuSideStream& operator=(const CpuSideStream&) = delete;
@@ -189,8 +201,20 @@ class CpuSideStream {
 OpTree BuildOpTree(const TraceProfile& profile);
 
 // TakeOpTree() is BuildOpTree() that takes the CPU side from `profile` rather than copying a
-// streamed one, and leaves none; `held`, when given, gets what the tree held at its largest.
+// streamed one, and leaves none; `held`, when given, gets what the tree held at its largest. A
+// profile whose classification by launching op is pending (ByOpClassification::kPending) is
+// classified by the built-in table (ClassifyByLaunchingOp()).
 OpTree TakeOpTree(TraceProfile* profile, CpuSideBytes* held = nullptr);
+
+// ClassifyByLaunchingOp() gives each name of `profile` that its rule set left in the default
+// category the category of the ops that launched its kernels (TraceProfile::by_op), by
+// `table`: for each kernel, the innermost cpu_op around its launch, else the top-level op, else
+// the innermost nn.Module class of the launch's scope that the table lists; a name takes the
+// category that holds most of its kernel time so found (one name, one category, as rules give
+// them), and a name none of whose kernels has such an op stays where it was. Needs the kernel
+// records and a tree built with launch sites; sets by_op.state to kDone, or kNothingLeft.
+void ClassifyByLaunchingOp(const OpTree& tree, const LaunchingOpTable& table,
+                           TraceProfile* profile);
 
 // KernelTypesOf() is, for each of `units`, the categories of its kernels in start order: what a
 // graph replay runs, step by step. One pass over `profile`'s kernel records, which must still be

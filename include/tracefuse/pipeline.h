@@ -58,6 +58,11 @@ struct PipelineOptions {
   // `--lenient`: a trace cut short (a profiler killed while writing) is read up to its last
   // complete event, and TraceProfile::truncated says what was dropped.
   bool salvage_truncated = false;
+  // Classify the kernels that the rule set leaves in its default category by the ops that
+  // launched them (ClassifyByLaunchingOp() in op_tree.h; TraceProfile::by_op), for the rule sets
+  // ClassifiesByLaunchingOp() accepts. Without host_activity, a trace with such names and
+  // cpu_ops is read a second time, with its CPU side; with it, TakeOpTree() classifies.
+  bool classify_by_launching_op = false;
   // Called from the reading stage, at most once per block; must be thread-safe.
   std::function<void(const ProgressUpdate&)> progress;
 };

@@ -240,12 +240,39 @@ struct TraceHost {
   std::vector<std::string> threads;  // "PID\tTID", the raw JSON of both
   std::vector<std::string> shapes;   // HostActivity::shapes, interned per trace
   uint64_t events_without_times = 0;
+  bool launch_sites = false;  // the op tree keeps each launch's site (OpTree::group_launch)
 
   // CollectedBytes() is what the collected events hold (kAnyOrder).
   uint64_t CollectedBytes() const;
   // Append() adds `later`'s events, which come after this one's in the trace.
   void Append(const TraceHost& later);
 };
+
+// NameByOp is the category a name got from the ops that launched its kernels, when its rule set
+// left it in the default category (ClassifyByLaunchingOp(), op_tree.h).
+struct NameByOp {
+  CategoryId category = 0;
+  std::string op;  // the op (or "nn.Module: Class") that launched most of the name's time there
+};
+
+// ByOpClassification is what classification by launching op did for a trace.
+struct ByOpClassification {
+  enum class State : uint8_t {
+    kOff,              // not asked for, or the rule set's reports are the reference's
+    kNothingLeft,      // no name was left in the default category
+    kNoCpuSide,        // the trace has no cpu_op events
+    kCannotReadTwice,  // names were left, but the input (a pipe) cannot be read again for its CPU
+                       // side
+    kPending,          // the CPU side is read: TakeOpTree() classifies
+    kDone,
+  };
+  State state = State::kOff;
+  absl::flat_hash_map<uint32_t, NameByOp> names;  // by name index
+};
+
+// ByOpStateName() is `state` as reports write it: "off", "nothing left", "no cpu side",
+// "cannot read twice", "pending", "done".
+std::string_view ByOpStateName(ByOpClassification::State state);
 
 struct TraceProfile {
   std::string path;
@@ -287,8 +314,19 @@ struct TraceProfile {
   TraceHost host;
   GpuTimeline gpu_timeline;
 
+  ByOpClassification by_op;
+
+  // category_of_name() is the category of name `name`: its rule's, or the one its launching ops
+  // gave it.
   CategoryId category_of_name(uint32_t name) const {
+    if (!by_op.names.empty()) {
+      if (auto it = by_op.names.find(name); it != by_op.names.end()) return it->second.category;
+    }
     return classifier->category_of(name_rule[name]);
+  }
+  // in_default_by_name() tells whether the rule set left name `name` in its default category.
+  bool in_default_by_name(uint32_t name) const {
+    return name_rule[name] == classifier->rule_set().rules().size();
   }
   const std::string& category_name(CategoryId c) const { return classifier->category_name(c); }
   size_t category_count() const { return classifier->rule_set().categories().size(); }
@@ -351,10 +389,11 @@ class TraceReducer {
   // `keep_kernel_records`: whether to keep the per-kernel stream (the fusion analysis needs it);
   // per-name, per-category and per-group totals are kept either way.
   // `step_figures`: keep each device's figures per step (PipelineOptions::step_figures).
+  // `launch_sites`: the op tree keeps each launch's site (TraceHost::launch_sites).
   TraceReducer(std::shared_ptr<const Classifier> classifier, bool keep_kernel_records = true,
                CpuSideReading cpu_side = CpuSideReading::kCollect,
                GpuTimelineReading gpu_timeline = GpuTimelineReading::kStream,
-               bool step_figures = false);
+               bool step_figures = false, bool launch_sites = false);
   // Not copied: the name index refers to the profile's names.
   TraceReducer(const TraceReducer&) = delete;
   TraceReducer& operator=(const TraceReducer&) = delete;

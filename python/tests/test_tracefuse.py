@@ -197,6 +197,29 @@ def test_breakdown_by_op_gives_each_category_its_tflops():
     assert "flops" not in tracefuse.breakdown(trace)["categories"][0]
 
 
+def test_breakdown_classifies_uninformative_names_by_their_launching_op(work):
+    correlation = {"correlation": 1}
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 10, "dur": 1, "args": correlation},
+        {"ph": "X", "cat": "kernel", "name": "triton__0d1d2d3d4d5d", "pid": 0, "tid": 7,
+         "ts": 1000, "dur": 50, "args": {**correlation, "device": 0, "stream": 7}},
+    ]
+    trace = work / "eager.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    result = tracefuse.breakdown(trace)
+    out, _err = cli("breakdown", trace, "--format", "json")
+    assert result == json.loads(out)
+    kernel = result["categories"][0]["top_kernels"][0]
+    assert (result["categories"][0]["category"], kernel["by_op"], kernel["launching_op"]) == \
+        ("GEMM", True, "aten::mm")
+    name_only = tracefuse.breakdown(trace, name_only=True)
+    out, _err = cli("breakdown", trace, "--format", "json", "--name-only")
+    assert name_only == json.loads(out)
+    assert name_only["unclassified"][0]["name"] == "triton__0d1d2d3d4d5d"
+
+
 def test_classify_equals_the_clis_classify(work):
     names = ["Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x1", "nvjet_tst_128x64_64x6_2x1_v_bz_TNT",
              "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",

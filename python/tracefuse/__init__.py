@@ -93,7 +93,8 @@ def _read_options(threads, lenient, max_event_bytes, progress):
 
 
 def compare(trace1, trace2, ruleset="tracefuse", min_group_size=50, threads=None, labels=None,
-            *, lenient=False, max_event_bytes=_core.DEFAULT_MAX_EVENT_BYTES, progress=None):
+            *, lenient=False, max_event_bytes=_core.DEFAULT_MAX_EVENT_BYTES, progress=None,
+            name_only=False):
     """The fusion comparison of two traces: `tracefuse compare --format json` as a dict.
 
     The reference's keys (metadata, global_counts, fusion_opportunities, fusion_mappings) with
@@ -105,6 +106,8 @@ def compare(trace1, trace2, ruleset="tracefuse", min_group_size=50, threads=None
     lenient: read a trace cut short up to its last complete event (see "truncated").
     progress: called as progress(bytes_read, bytes_total) from time to time while reading;
     an exception it raises stops nothing but is raised once the traces are read.
+    name_only: as --name-only, kernels no rule names stay unclassified rather than take the
+    category of the op that launched them.
     """
     if labels is None:
         labels = ("", "")
@@ -113,7 +116,7 @@ def compare(trace1, trace2, ruleset="tracefuse", min_group_size=50, threads=None
         raise TypeError("labels must be None or a pair of str")
     text = _core.compare_json(
         _path(trace1, "trace1"), _path(trace2, "trace2"), _ruleset(ruleset),
-        _int(min_group_size, "min_group_size", 1), labels[0], labels[1], False,
+        _int(min_group_size, "min_group_size", 1), labels[0], labels[1], False, bool(name_only),
         *_read_options(threads, lenient, max_event_bytes, progress))
     return _json.loads(text)
 
@@ -230,7 +233,7 @@ def analyze_fusion_differences(trace1_path=None, trace2_path=None, min_group_siz
         raise TypeError("analyze_fusion_differences() needs two trace paths")
     text, hash_order = _core.compare_json(
         _path(trace1_path, "trace1_path"), _path(trace2_path, "trace2_path"), "wafer-kernel",
-        _int(min_group_size, "min_group_size", 1), "", "", True,
+        _int(min_group_size, "min_group_size", 1), "", "", True, True,
         *_read_options(None, False, _core.DEFAULT_MAX_EVENT_BYTES, None))
     result = _json.loads(text)
     del result["tracefuse"]
@@ -247,12 +250,14 @@ def stats(path, ruleset="tracefuse", threads=None, *, lenient=False,
 
 
 def breakdown(path, ruleset="tracefuse", top=5, threads=None, *, lenient=False,
-              max_event_bytes=_core.DEFAULT_MAX_EVENT_BYTES, progress=None, by_op=False):
+              max_event_bytes=_core.DEFAULT_MAX_EVENT_BYTES, progress=None, by_op=False,
+              name_only=False):
     """Where one trace's kernel time goes: `tracefuse breakdown --format json` as a dict
     (categories by time with their `top` kernels, and the top unclassified kernels); with
-    `by_op`, as `--by-op`: each category's achieved TFLOP/s where the trace recorded shapes."""
+    `by_op`, as `--by-op`: each category's achieved TFLOP/s where the trace recorded shapes;
+    with `name_only`, as `--name-only`: no classification by launching op."""
     text = _core.breakdown_json(_path(path, "path"), _ruleset(ruleset), _int(top, "top", 1),
-                                bool(by_op),
+                                bool(by_op), bool(name_only),
                                 *_read_options(threads, lenient, max_event_bytes, progress))
     return _json.loads(text)
 

@@ -81,6 +81,7 @@ CLI::App* Declare(CLI::App* app, BatchArgs* a) {
       ->capture_default_str();
   cmd->add_flag("--force", a->options.force, "re-run pairs whose status says complete");
   AddReadOptions(cmd, &a->options.compare.ruleset, &a->options.pipeline);
+  AddNameOnlyOption(cmd, &a->options.pipeline);
   AddMinGroupSizeOption(cmd, &a->options.compare.min_group_size);
   return cmd;
 }

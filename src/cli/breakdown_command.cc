@@ -60,6 +60,7 @@ CLI::App* Declare(CLI::App* app, BreakdownArgs* a) {
   cmd->add_flag("--suggest", a->suggest,
                 "instead of the breakdown, write a starter rule file (YAML) with one rule per "
                 "family of similar unclassified kernel names, by time");
+  AddNameOnlyOption(cmd, &a->pipeline);
   cmd->add_flag("--by-op", a->by_op,
                 "also link the kernels to their CPU ops, as `ops` does, for each category's "
                 "achieved TFLOP/s where the trace recorded shapes (docs/perf-models.md)");

@@ -95,6 +95,14 @@ void AddTraceOptions(CLI::App* cmd, std::string* output, std::string* ruleset,
   AddReadOptions(cmd, ruleset, pipeline);
 }
 
+void AddNameOnlyOption(CLI::App* cmd, PipelineOptions* pipeline) {
+  pipeline->classify_by_launching_op = true;
+  cmd->add_flag("--name-only{false}", pipeline->classify_by_launching_op,
+                "classify kernels by their names alone; by default the kernels no rule names are "
+                "classified by the ops that launched them (reading the CPU side of a trace that "
+                "has such kernels a second time)");
+}
+
 void AddMinGroupSizeOption(CLI::App* cmd, uint32_t* min_group_size) {
   cmd->add_option("--min-group-size", *min_group_size,
                   "smallest correlation group (graph replay) that is matched")

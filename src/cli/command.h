@@ -45,6 +45,8 @@ std::string RulesHelp();
 void AddReadOptions(CLI::App* cmd, std::string* ruleset, PipelineOptions* pipeline);
 void AddTraceOptions(CLI::App* cmd, std::string* output, std::string* ruleset,
                      PipelineOptions* pipeline);
+// AddNameOnlyOption() declares --name-only, and turns classification by launching op on.
+void AddNameOnlyOption(CLI::App* cmd, PipelineOptions* pipeline);
 
 // AddMinGroupSizeOption() declares compare's --min-group-size.
 void AddMinGroupSizeOption(CLI::App* cmd, uint32_t* min_group_size);

@@ -43,6 +43,7 @@ CLI::App* Declare(CLI::App* app, CompareArgs* a) {
       ->capture_default_str();
   AddTraceOptions(cmd, &a->output, &a->options.ruleset, &a->pipeline);
   AddMinGroupSizeOption(cmd, &a->options.min_group_size);
+  AddNameOnlyOption(cmd, &a->pipeline);
   cmd->add_flag("--by-op", a->options.by_op,
                 "also read the CPU side and align the operators: the fusion differences of eager "
                 "traces, which replay no graph (as `tracefuse ops` finds them), in every format");

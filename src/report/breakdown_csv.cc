@@ -15,7 +15,7 @@ std::string BreakdownCsv(const TraceProfile& p, size_t top, const std::vector<Ca
   const std::string_view work_columns = work ? ",flops,tflops_per_s" : "";
   const std::string_view no_work = work ? ",," : "";
   std::string out =
-      StrCat("category,kernel,count,time_us,time_share,by_fallback_rule", work_columns, "\n");
+      StrCat("category,kernel,count,time_us,time_share,by_fallback_rule,by_op", work_columns, "\n");
   for (const CategoryBreakdown& c : Breakdown(p, top)) {
     const std::string cat = CsvField(p.category_name(c.category));
     std::string work_cells;
@@ -23,12 +23,13 @@ std::string BreakdownCsv(const TraceProfile& p, size_t top, const std::vector<Ca
       const std::optional<double> tflops = CategoryTflops(work, c.category);
       work_cells = StrCat(",", (*work)[c.category].flops, ",", tflops ? CsvNumber(*tflops) : "");
     }
-    out += fmt::format("{},,{},{},{},{}\n", cat, c.count, MillisAsMicros(c.time_ns),
+    out += fmt::format("{},,{},{},{},,{}\n", cat, c.count, MillisAsMicros(c.time_ns),
                        Share(c.time_ns, total), work_cells);
     for (const KernelShare& k : c.top) {
-      out += fmt::format("{},{},{},{},{},{}{}\n", cat, CsvField(p.names[k.name]), k.count,
+      out += fmt::format("{},{},{},{},{},{},{}{}\n", cat, CsvField(p.names[k.name]), k.count,
                          MillisAsMicros(k.time_ns), Share(k.time_ns, total),
-                         ByFallbackRule(p, k.name) ? "true" : "false", no_work);
+                         ByFallbackRule(p, k.name) ? "true" : "false",
+                         ByLaunchingOp(p, k.name) ? "true" : "false", no_work);
     }
   }
   return out;

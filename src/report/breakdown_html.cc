@@ -69,8 +69,10 @@ void BreakdownHtmlPage::Header() {
   if (p_.truncated) {
     doc_.Append("<p class=\"note\">truncated: {}</p>\n", HtmlEscaped(TruncationText(p_)));
   }
-  const std::string fallback = FallbackSentence(p_, total_);
-  if (!fallback.empty()) doc_.Append("<p class=\"note\">{}</p>\n", HtmlEscaped(fallback));
+  for (const std::string& note :
+       {FallbackSentence(p_, total_), ByLaunchingOpSentence(p_, total_)}) {
+    if (!note.empty()) doc_.Append("<p class=\"note\">{}</p>\n", HtmlEscaped(note));
+  }
   doc_.Append("</header>\n");
 }
 
@@ -131,7 +133,7 @@ void BreakdownHtmlPage::KernelTable(const CategoryBreakdown& c) {
     doc_.Append(
         "<tr><td>{}{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{:.1f}%</td></tr>\n",
-        ByFallbackRule(p_, k.name) ? "~ " : "", KernelNameCode(p_.names[k.name], kNameChars),
+        ClassificationMark(p_, k.name), KernelNameCode(p_.names[k.name], kNameChars),
         Thousands(k.count), MillisText(k.time_ns), 100 * Share(k.time_ns, total_));
   }
   doc_.Append("</table>\n");

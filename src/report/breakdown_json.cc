@@ -18,6 +18,13 @@ void KernelJson(const TraceProfile& p, const KernelShare& k, PyJsonWriter* w) {
   w->Field("count", k.count);
   w->Field("time_us", MillisAsMicros(k.time_ns));
   w->Field("by_fallback_rule", ByFallbackRule(p, k.name));
+  w->Field("by_op", ByLaunchingOp(p, k.name));
+  w->Key("launching_op");
+  if (auto it = p.by_op.names.find(k.name); it != p.by_op.names.end()) {
+    w->Value(it->second.op);
+  } else {
+    w->Null();
+  }
   w->EndObject();
 }
 
@@ -65,6 +72,10 @@ std::string BreakdownJson(const TraceProfile& p, size_t top,
   const CategoryTotals fallback = FallbackTotals(p);
   w.Field("fallback_rule_kernels", fallback.kernels);
   w.Field("fallback_rule_time_share", Share(fallback.time_ns, total));
+  const CategoryTotals by_op = ByLaunchingOpTotals(p);
+  w.Field("by_op_state", ByOpStateName(p.by_op.state));
+  w.Field("by_op_kernels", by_op.kernels);
+  w.Field("by_op_time_share", Share(by_op.time_ns, total));
   w.Key("categories");
   w.BeginArray();
   for (const CategoryBreakdown& c : cats) CategoryJson(p, c, total, work, &w);

@@ -41,12 +41,14 @@ std::string BreakdownText(const TraceProfile& p, size_t top,
                        c.category == other ? " (unclassified: candidates for a rule file)" : "");
     for (const KernelShare& k : c.top) {
       fmt::format_to(std::back_inserter(out), "  {:>12.3f} ms  {:>8}x  {}{}\n", Millis(k.time_ns),
-                     Thousands(k.count), ByFallbackRule(p, k.name) ? "~ " : "",
+                     Thousands(k.count), ClassificationMark(p, k.name),
                      Shorten(p.names[k.name], 120));
     }
   }
-  const std::string fallback = FallbackSentence(p, total);
-  return fallback.empty() ? out : StrCat(out, "\n", fallback, "\n");
+  for (const std::string& note : {FallbackSentence(p, total), ByLaunchingOpSentence(p, total)}) {
+    if (!note.empty()) out += StrCat("\n", note, "\n");
+  }
+  return out;
 }
 
 }  // namespace tracefuse

@@ -49,6 +49,21 @@ CategoryTotals FallbackTotals(const TraceProfile& p) {
   return t;
 }
 
+bool ByLaunchingOp(const TraceProfile& p, uint32_t n) { return p.by_op.names.contains(n); }
+
+CategoryTotals ByLaunchingOpTotals(const TraceProfile& p) {
+  CategoryTotals t;
+  for (const auto& [n, found] : p.by_op.names) {
+    t.kernels += p.name_kernels[n];
+    t.time_ns += p.name_time_ns[n];
+  }
+  return t;
+}
+
+std::string_view ClassificationMark(const TraceProfile& p, uint32_t n) {
+  return ByFallbackRule(p, n) ? "~ " : ByLaunchingOp(p, n) ? "* " : "";
+}
+
 CategoryId UnclassifiedCategory(const TraceProfile& p) {
   return *p.classifier->rule_set().category_index(p.classifier->rule_set().default_rule().category);
 }
@@ -63,6 +78,19 @@ std::string FallbackSentence(const TraceProfile& p, int64_t total) {
       "kernels, {} ms, {:.1f}% of kernel time ('tracefuse rules' lists them)",
       Thousands(fallback.kernels), MillisText(fallback.time_ns),
       100 * Share(fallback.time_ns, total));
+}
+
+std::string ByLaunchingOpSentence(const TraceProfile& p, int64_t total) {
+  if (p.by_op.state == ByOpClassification::State::kCannotReadTwice) {
+    return "Names left in the default category were not classified by their launching ops: the "
+           "input, a pipe, cannot be read again for its CPU side (give the file instead)";
+  }
+  const CategoryTotals by_op = ByLaunchingOpTotals(p);
+  if (by_op.kernels == 0) return "";
+  return fmt::format(
+      "* classified by the op that launched it (its name matches no rule): {} kernels, {} ms, "
+      "{:.1f}% of kernel time ('tracefuse breakdown --suggest' proposes rules for their names)",
+      Thousands(by_op.kernels), MillisText(by_op.time_ns), 100 * Share(by_op.time_ns, total));
 }
 
 double AverageMicros(const CategoryBreakdown& c) {

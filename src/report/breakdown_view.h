@@ -39,6 +39,17 @@ bool ByFallbackRule(const TraceProfile& profile, uint32_t name);
 // FallbackTotals() counts the kernels, and their time, that fallback rules classified.
 CategoryTotals FallbackTotals(const TraceProfile& profile);
 
+// ByLaunchingOp() tells whether name `name` was classified by the op that launched its kernels
+// (TraceProfile::by_op): its name matches no rule.
+bool ByLaunchingOp(const TraceProfile& profile, uint32_t name);
+
+// ByLaunchingOpTotals() counts the kernels, and their time, classified by their launching op.
+CategoryTotals ByLaunchingOpTotals(const TraceProfile& profile);
+
+// ClassificationMark() is the mark a name's row carries: "~ " for a fallback rule, "* " for its
+// launching op, "" for a rule for its library.
+std::string_view ClassificationMark(const TraceProfile& profile, uint32_t name);
+
 // UnclassifiedCategory() is the rule set's default category: what no rule claimed.
 CategoryId UnclassifiedCategory(const TraceProfile& profile);
 
@@ -48,6 +59,11 @@ double Share(int64_t part, int64_t whole);
 // FallbackSentence() says how much of the kernel time (`total`) rests on fallback rules: "~
 // classified by a fallback rule ...", or "" when nothing does.
 std::string FallbackSentence(const TraceProfile& profile, int64_t total);
+
+// ByLaunchingOpSentence() says how much of the kernel time rests on launching ops ("* classified
+// by the op that launched it ..."), or, when names were left in the default category that could
+// not be classified so, why; "" otherwise.
+std::string ByLaunchingOpSentence(const TraceProfile& profile, int64_t total);
 
 // AverageMicros() is the category's mean kernel duration in microseconds.
 double AverageMicros(const CategoryBreakdown& category);

@@ -3,6 +3,7 @@
 #include <string_view>
 #include <vector>
 
+#include "report/breakdown_view.h"
 #include "report/formatting.h"
 #include "report/fusion_differences.h"
 #include "report/fusion_view.h"
@@ -130,6 +131,13 @@ void TraceJson(Side s, const FusionSide& side, const std::vector<FusionTypeRow>&
   w->Field("kernels_without_name", p.kernels_without_name);
   WriteTruncation(p, w);
   w->Field("kernel_time_us", MillisAsMicros(side.kernel_time_ns));
+  const CategoryTotals by_op = ByLaunchingOpTotals(p);
+  w->Key("by_op");
+  w->BeginObject();
+  w->Field("state", ByOpStateName(p.by_op.state));
+  w->Field("kernels", by_op.kernels);
+  w->Field("time_us", MillisAsMicros(by_op.time_ns));
+  w->EndObject();
   w->Key("kernel_time_us_by_category");
   w->BeginObject();
   for (const FusionTypeRow& row : types) {

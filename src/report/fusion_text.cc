@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "report/breakdown_view.h"
 #include "report/formatting.h"
 #include "report/fusion_differences.h"
 #include "report/fusion_view.h"
@@ -94,6 +95,13 @@ void FusionPage::Header() {
     const TraceProfile& p = *view_.sides[s].profile;
     if (p.truncated)
       Line(fmt::format("{}{} truncated: {}", Bullet("  "), Label(s), TruncationText(p)));
+    const CategoryTotals by_op = ByLaunchingOpTotals(p);
+    if (by_op.kernels > 0) {
+      Line(
+          fmt::format("{}{}: {} kernels ({} ms) classified by the op that launched them (their "
+                      "names match no rule)",
+                      Bullet("  "), Label(s), Thousands(by_op.kernels), MillisText(by_op.time_ns)));
+    }
   }
   Line(fmt::format("{}Matched correlation groups: {}; rule set: {}", markdown_ ? "\n" : "  ",
                    view_.matched_groups, view_.rule_set));

@@ -216,6 +216,7 @@ class FamilyFinder {
   std::optional<Candidate> BestFor(const Name& n) const;
   std::optional<Candidate> Best();
   void NameCategory(const Candidate& c, SuggestedFamily* f);
+  bool TakeLaunchingOpsCategory(SuggestedFamily* f) const;
 
   const TraceProfile& p_;
   std::vector<Name> names_;  // by time, descending
@@ -233,14 +234,13 @@ class FamilyFinder {
 
 FamilyFinder::FamilyFinder(const TraceProfile& p) : p_(p) {
   const RuleSet& set = p.classifier->rule_set();
-  const CategoryId other = *set.category_index(set.default_rule().category);
   for (const std::string& c : set.categories()) {
     categories_.insert(AsciiLower(c));
     rule_set_categories_.emplace(AsciiLower(c), c);
   }
   std::vector<uint32_t> unclassified;
   for (uint32_t n = 0; n < p.names.size(); ++n) {
-    if (p.category_of_name(n) == other) {
+    if (p.in_default_by_name(n)) {
       unclassified.push_back(n);
       continue;
     }
@@ -452,6 +452,22 @@ void FamilyFinder::NameCategory(const Candidate& c, SuggestedFamily* f) {
   f->category = name;
 }
 
+// TakeLaunchingOpsCategory() gives a family the category that classification by launching op
+// gave every one of its names, when it gave them one and the same.
+bool FamilyFinder::TakeLaunchingOpsCategory(SuggestedFamily* f) const {
+  const NameByOp* first = nullptr;
+  for (uint32_t n : f->names) {
+    auto it = p_.by_op.names.find(n);
+    if (it == p_.by_op.names.end()) return false;
+    if (first == nullptr) first = &it->second;
+    if (it->second.category != first->category) return false;
+  }
+  if (first == nullptr) return false;
+  f->category = p_.category_name(first->category);
+  f->launching_op = first->op;
+  return true;
+}
+
 Suggestion FamilyFinder::Find(size_t max_families) {
   Suggestion s;
   for (const Name& n : names_) {
@@ -466,7 +482,6 @@ Suggestion FamilyFinder::Find(size_t max_families) {
     SuggestedFamily f;
     f.kind = best->kind;
     f.literals = best->literals;
-    NameCategory(*best, &f);
     for (size_t i = 0; i < names_.size(); ++i) {
       if (taken_[i] || !Matches(*best, names_[i])) continue;
       taken_[i] = true;
@@ -474,6 +489,7 @@ Suggestion FamilyFinder::Find(size_t max_families) {
       f.kernels += p_.name_kernels[names_[i].id];
       f.time_ns += p_.name_time_ns[names_[i].id];
     }
+    if (!TakeLaunchingOpsCategory(&f)) NameCategory(*best, &f);
     s.left.names -= f.names.size();
     s.left.kernels -= f.kernels;
     s.left.time_ns -= f.time_ns;
@@ -615,11 +631,16 @@ std::string Summary(const TraceProfile& p, const SuggestOptions& o, const Sugges
 std::string Header(const TraceProfile& p, const SuggestOptions& o, const Suggestion& s) {
   std::string out = Comment(Summary(p, o, s));
   if (s.families.empty()) return out;
+  const bool by_launching_op =
+      std::any_of(s.families.begin(), s.families.end(),
+                  [](const SuggestedFamily& f) { return !f.launching_op.empty(); });
   const std::string& r = o.ruleset;
   out += "#\n" +
-         Comment(StrCat("Each rule gives its family a new category named after the family's words: "
-                        "rename the categories, or give a rule an existing category of ",
-                        r,
+         Comment(StrCat("Each rule gives its family a new category named after the family's words",
+                        by_launching_op ? " (or, for names classified by the ops that launched "
+                                          "them, the category they gave)"
+                                        : "",
+                        ": rename the categories, or give a rule an existing category of ", r,
                         " (and drop its entry from `categories`). The literals occur in no kernel "
                         "name of the trace that ",
                         r,
@@ -653,9 +674,12 @@ std::string Keys(const TraceProfile& p, const SuggestOptions& o, const Suggestio
   if (s.families.empty()) return out;
   const std::string indent(std::string_view("categories: [").size(), ' ');
   std::string line = "categories: [";
-  for (size_t i = 0; i < s.families.size(); ++i) {
-    const std::string item =
-        StrCat(Scalar(s.families[i].category), i + 1 == s.families.size() ? "]" : ",");
+  std::vector<const SuggestedFamily*> named;  // the families with a category of their own
+  for (const SuggestedFamily& f : s.families)
+    if (f.launching_op.empty()) named.push_back(&f);
+  if (named.empty()) return StrCat(out, "rules:\n");
+  for (size_t i = 0; i < named.size(); ++i) {
+    const std::string item = StrCat(Scalar(named[i]->category), i + 1 == named.size() ? "]" : ",");
     if (i > 0 && line.size() + 1 + item.size() > kCommentColumns) {
       out += line + "\n";
       line = indent + item;
@@ -694,7 +718,11 @@ std::string RuleYaml(const TraceProfile& p, const std::string& ruleset, const Su
     const std::string_view shown = Utf8Prefix(name, kExampleLength);
     out += StrCat("  #   ", CommentText(shown), shown.size() < name.size() ? "..." : "", "\n");
   }
-  if (!f.existing_category.empty()) {
+  if (!f.launching_op.empty()) {
+    out += Comment(StrCat("(", ruleset, "'s category that their launching ops gave them, as ",
+                          f.launching_op, " launched the first)"),
+                   "  ");
+  } else if (!f.existing_category.empty()) {
     out += Comment(StrCat("(", ruleset, " has a category ", f.existing_category,
                           ": the family may belong to it)"),
                    "  ");

@@ -27,6 +27,9 @@ struct SuggestedFamily {
   // The rule set's category of the same name, caselessly ("GEMM" for a family "Gemm2"), which
   // the family may belong to; "" when none.
   std::string existing_category;
+  // For a family whose names classification by launching op gave one category, `category` is
+  // that one, and this the op (or module) that launched the family's first name; "" otherwise.
+  std::string launching_op;
   std::vector<uint32_t> names;  // indices into TraceProfile::names, by time, descending
   uint64_t kernels = 0;
   int64_t time_ns = 0;
