@@ -230,11 +230,14 @@ class HugePageBuffer {
   static constexpr size_t kSmallPage = size_t{4} << 10;
 
   HugePageBuffer() = default;
-  // Under 2 MiB (a first chunk of a few events, a small trace's only chunk): 4 KiB pages, since
-  // a huge page would fault in (and zero) all of its 2 MiB for the few bytes used.
+  // Huge pages for the whole 2 MiB pages of `bytes`, 4 KiB pages for the rest: a chunk a little
+  // over 2 MiB (it ends at the first event past the chunk size) then faults in one huge page and
+  // a 4 KiB page or two, not a second huge page zeroed for a few bytes; and a buffer under 2 MiB
+  // (a first chunk of a few events, a small trace's only chunk) has 4 KiB pages only.
   explicit HugePageBuffer(size_t bytes) {
-    const size_t align = bytes < kHugePage ? kSmallPage : kHugePage;
-    bytes_ = (bytes + align - 1) & ~(align - 1);
+    const size_t huge = bytes & ~(kHugePage - 1);
+    const size_t align = huge > 0 ? kHugePage : kSmallPage;
+    bytes_ = (bytes + kSmallPage - 1) & ~(kSmallPage - 1);
     const size_t mapped = bytes_ + align - kSmallPage;  // room to align the start
     void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
@@ -245,7 +248,7 @@ class HugePageBuffer {
     if (end > tail) munmap(reinterpret_cast<void*>(tail), end - tail);
     data_ = reinterpret_cast<char*>(aligned);
     // Best effort: 4 KiB pages where the kernel declines.
-    if (align == kHugePage) madvise(data_, bytes_, MADV_HUGEPAGE);
+    if (huge > 0) madvise(data_, huge, MADV_HUGEPAGE);
   }
   ~HugePageBuffer() {
     if (data_ != nullptr) munmap(data_, bytes_);
