@@ -1041,7 +1041,7 @@ class OpCategories {
   };
 
   OpCategories(const OpTree& tree, const LaunchingOpTable& table, const RuleSet& rules)
-      : tree_(tree), table_(table), rules_(rules), scope_(tree.scopes.size(), kUntold) {}
+      : tree_(tree), table_(table), rules_(rules), scope_(tree.scopes.size()) {}
 
   std::optional<Found> Of(const LaunchSite& site, uint32_t unit) {
     if (std::optional<Found> f = OfOp(site.op)) return f;
@@ -1072,26 +1072,33 @@ class OpCategories {
   // OfScope() is the category of the innermost module of `scope` that the table lists.
   std::optional<Found> OfScope(uint32_t scope) {
     if (scope == kRootScope) return std::nullopt;
-    if (scope_[scope] == kUntold) {
-      scope_[scope] = kNoOp;
+    ScopeModule& module = scope_[scope];
+    if (module.name == kUntold) {
+      module.name = kNoOp;
       for (uint32_t s = scope; s != kRootScope; s = tree_.scopes[s].parent) {
         const uint32_t name = tree_.scopes[s].name;
-        if (CategoryNamed(table_.CategoryOfModule(tree_.names[name]))) {
-          scope_[scope] = name;
+        if (std::optional<CategoryId> c =
+                CategoryNamed(table_.CategoryOfModule(tree_.names[name]))) {
+          module = ScopeModule{name, *c};
           break;
         }
       }
     }
-    if (scope_[scope] == kNoOp) return std::nullopt;
-    const uint32_t name = scope_[scope];
-    return Found{*CategoryNamed(table_.CategoryOfModule(tree_.names[name])), name, true};
+    if (module.name == kNoOp) return std::nullopt;
+    return Found{module.category, module.name, true};
   }
+
+  // ScopeModule is a scope's innermost listed module: its name, kNoOp for none, or kUntold.
+  struct ScopeModule {
+    uint32_t name = kUntold;
+    CategoryId category = 0;
+  };
 
   const OpTree& tree_;
   const LaunchingOpTable& table_;
   const RuleSet& rules_;
   absl::flat_hash_map<uint32_t, std::optional<Found>> op_;  // by op name
-  std::vector<uint32_t> scope_;  // per scope: its module's name, kNoOp for none, or kUntold
+  std::vector<ScopeModule> scope_;
 };
 
 }  // namespace
@@ -1111,17 +1118,14 @@ void ClassifyByLaunchingOp(const OpTree& tree, const LaunchingOpTable& table,
     }
   };
   absl::flat_hash_map<uint32_t, absl::btree_map<std::pair<CategoryId, uint64_t>, Share>> found;
-  std::vector<bool> left(p.names.size());
-  bool any_left = false;
-  for (uint32_t n = 0; n < p.names.size(); ++n) any_left |= left[n] = p.in_default_by_name(n);
-  if (!any_left) {
+  if (!p.any_in_default_by_name()) {
     p.by_op.state = ByOpClassification::State::kNothingLeft;
     return;
   }
   if (tree.group_launch.empty()) return;
   OpCategories categories(tree, table, p.classifier->rule_set());
   p.kernels.ForEach([&](const KernelRecord& k) {
-    if (!left[k.name] || k.group == kNoGroup) return;
+    if (k.group == kNoGroup || !p.in_default_by_name(k.name)) return;
     const std::optional<OpCategories::Found> f =
         categories.Of(tree.group_launch[k.group], tree.group_unit[k.group]);
     if (!f) return;

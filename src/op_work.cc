@@ -73,6 +73,11 @@ std::vector<WorkTotals> WorkOfSets(const OpTree& tree) {
   return sets;
 }
 
+std::optional<double> CategoryWork::tflops_per_s() const {
+  if (flops == 0 || time_ns <= 0) return std::nullopt;
+  return static_cast<double>(flops) / static_cast<double>(time_ns) / 1e3;
+}
+
 std::vector<CategoryWork> CategoryWorkOf(const TraceProfile& profile, const OpTree& tree,
                                          const std::vector<WorkTotals>& set_work) {
   std::vector<CategoryWork> work(profile.category_count());

@@ -620,21 +620,22 @@ bool HasCpuOps(const TraceProfile& profile) {
 // ClassifyByLaunchingOps() classifies by launching op the names of a read trace that its rule set
 // left in the default category: at once where the CPU side was read with it (TakeOpTree() then
 // classifies); otherwise by reading the trace again with its CPU side, so that traces without
-// such names (nearly all) pay nothing.
-absl::Status ClassifyByLaunchingOps(const std::string& path, const PipelineOptions& options,
-                                    size_t threads, TraceProfile* profile) {
+// such names (nearly all) pay nothing. Returns whether it read the trace again.
+absl::StatusOr<bool> ClassifyByLaunchingOps(const std::string& path, const PipelineOptions& options,
+                                            size_t threads, TraceProfile* profile) {
   using State = ByOpClassification::State;
   TraceProfile& p = *profile;
   ByOpClassification& by_op = p.by_op;
-  if (!ClassifiesByLaunchingOp(p.classifier->rule_set())) return absl::OkStatus();
-  bool any_left = false;
-  for (uint32_t n = 0; n < p.names.size() && !any_left; ++n) any_left = p.in_default_by_name(n);
-  by_op.state = !any_left               ? State::kNothingLeft
-                : !HasCpuOps(p)         ? State::kNoCpuSide
-                : options.host_activity ? State::kPending
-                : !CanReadTwice(path)   ? State::kCannotReadTwice
-                                        : State::kDone;
-  if (by_op.state != State::kDone) return absl::OkStatus();
+  if (!ClassifiesByLaunchingOp(p.classifier->rule_set())) return false;
+  const std::optional<State> settled = !p.any_in_default_by_name() ? State::kNothingLeft
+                                       : !HasCpuOps(p)             ? State::kNoCpuSide
+                                       : options.host_activity     ? State::kPending
+                                       : !CanReadTwice(path)       ? State::kCannotReadTwice
+                                                                   : std::optional<State>();
+  if (settled) {
+    by_op.state = *settled;
+    return false;
+  }
   PipelineOptions again = options;
   again.host_activity = true;
   again.keep_kernel_records = true;
@@ -651,7 +652,7 @@ absl::Status ClassifyByLaunchingOps(const std::string& path, const PipelineOptio
     }
   }
   by_op.state = linked->by_op.state;
-  return absl::OkStatus();
+  return true;
 }
 
 absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
@@ -669,7 +670,7 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
     host.any_order_reason =
         options.stream_cpu_side ? "the input cannot be read twice" : "streaming was turned off";
   }
-  const bool read_again =
+  bool read_again =
       host.events_read_again > 0 || profile->gpu_timeline.path == GpuTimelinePath::kReadAgain;
   if (host.events_read_again > 0) {
     absl::Status again = ReadCpuSideAgain(path, classifier, options, threads, &*profile);
@@ -680,10 +681,11 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
     if (!again.ok()) return again;
   }
   if (options.classify_by_launching_op) {
-    absl::Status by_op = ClassifyByLaunchingOps(path, options, threads, &*profile);
-    if (!by_op.ok()) return by_op;
+    absl::StatusOr<bool> by_op = ClassifyByLaunchingOps(path, options, threads, &*profile);
+    if (!by_op.ok()) return by_op.status();
+    read_again |= *by_op;
   }
-  if (read_again || profile->by_op.state == ByOpClassification::State::kDone) {
+  if (read_again) {
     profile->elapsed_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }

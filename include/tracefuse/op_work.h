@@ -39,6 +39,10 @@ std::vector<WorkTotals> WorkOfSets(const OpTree& tree);
 struct CategoryWork {
   uint64_t flops = 0;
   int64_t time_ns = 0;  // of the credited units' kernels of the category
+
+  // tflops_per_s() is the TFLOP/s the category achieved on the credited FLOPs; nullopt without
+  // FLOPs or time.
+  std::optional<double> tflops_per_s() const;
 };
 
 // CategoryWorkOf() is, per category of `profile`'s rule set, what `tree`'s units credit to it: one

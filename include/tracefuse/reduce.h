@@ -328,6 +328,13 @@ struct TraceProfile {
   bool in_default_by_name(uint32_t name) const {
     return name_rule[name] == classifier->rule_set().rules().size();
   }
+  // any_in_default_by_name() tells whether the rule set left any name in its default category.
+  bool any_in_default_by_name() const {
+    for (uint32_t n = 0; n < names.size(); ++n) {
+      if (in_default_by_name(n)) return true;
+    }
+    return false;
+  }
   const std::string& category_name(CategoryId c) const { return classifier->category_name(c); }
   size_t category_count() const { return classifier->rule_set().categories().size(); }
 

@@ -39,12 +39,7 @@ void CategoryJson(const TraceProfile& p, const CategoryBreakdown& c, int64_t tot
   if (work != nullptr) {
     w->Field("flops", (*work)[c.category].flops);
     w->Field("flops_time_us", MillisAsMicros((*work)[c.category].time_ns));
-    w->Key("tflops_per_s");
-    if (const std::optional<double> tflops = CategoryTflops(work, c.category)) {
-      w->Value(*tflops);
-    } else {
-      w->Null();
-    }
+    w->Field("tflops_per_s", CategoryTflops(work, c.category));
   }
   w->Key("top_kernels");
   w->BeginArray();

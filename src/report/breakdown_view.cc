@@ -98,11 +98,7 @@ double AverageMicros(const CategoryBreakdown& c) {
 }
 
 std::optional<double> CategoryTflops(const std::vector<CategoryWork>* work, CategoryId category) {
-  if (work == nullptr || (*work)[category].flops == 0 || (*work)[category].time_ns <= 0) {
-    return std::nullopt;
-  }
-  return static_cast<double>((*work)[category].flops) /
-         static_cast<double>((*work)[category].time_ns) / 1e3;
+  return work == nullptr ? std::nullopt : (*work)[category].tflops_per_s();
 }
 
 }  // namespace tracefuse

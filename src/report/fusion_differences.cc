@@ -238,11 +238,6 @@ std::string FusionDifferencesCsv(const std::vector<FusionDifference>& difference
 
 namespace {
 
-std::optional<double> Tflops(const CategoryWork& work) {
-  if (work.flops == 0 || work.time_ns <= 0) return std::nullopt;
-  return static_cast<double>(work.flops) / static_cast<double>(work.time_ns) / 1e3;
-}
-
 // AchievedSection lays out the types' TFLOP/s, one line (or markdown row) per type.
 class AchievedSection : Page {
  public:
@@ -262,7 +257,7 @@ class AchievedSection : Page {
     for (const TypeAchieved& t : types_) {
       PerSide<std::string> cells;
       for (Side side : kSides) {
-        const std::optional<double> tflops = Tflops(t.work[side]);
+        const std::optional<double> tflops = t.work[side].tflops_per_s();
         cells[side] = tflops ? fmt::format("{:.1f}", *tflops) : "-";
       }
       Line(markdown_
@@ -309,12 +304,7 @@ void AchievedByTypeJson(const std::vector<TypeAchieved>& types, PyJsonWriter* w)
       w->BeginObject();
       w->Field("flops", t.work[side].flops);
       w->Field("time_us", Micros(t.work[side].time_ns));
-      w->Key("tflops_per_s");
-      if (const std::optional<double> tflops = Tflops(t.work[side])) {
-        w->Value(*tflops);
-      } else {
-        w->Null();
-      }
+      w->Field("tflops_per_s", t.work[side].tflops_per_s());
       w->EndObject();
     }
     w->EndObject();

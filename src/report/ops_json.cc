@@ -32,31 +32,19 @@ void SideFields(const OpSide& side, PyJsonWriter* w) {
   w->Field("time_us", Micros(side.time_ns));
 }
 
-template <typename T>
-void OptionalField(std::string_view key, const std::optional<T>& value, PyJsonWriter* w) {
-  w->Key(key);
-  if (value) {
-    w->Value(*value);
-  } else {
-    w->Null();
-  }
-}
-
 // WorkFields() writes what the perf models count in a side's units and what it achieved on
 // `peak` (docs/perf-models.md).
 void WorkFields(const OpRow& row, Side side, const std::optional<GpuPeak>& peak, PyJsonWriter* w) {
   const WorkTotals& work = row.work[side];
   const Achieved achieved = AchievedOf(work, row.sides[side].time_ns, peak ? &*peak : nullptr);
-  OptionalField("flops", work.flops, w);
-  OptionalField("bytes", work.bytes, w);
+  w->Field("flops", work.flops);
+  w->Field("bytes", work.bytes);
   const DType dtype = work.dtype();
-  OptionalField("dtype", dtype == DType::kUnknown ? std::nullopt : std::optional(DTypeName(dtype)),
-                w);
-  OptionalField("tflops_per_s", achieved.tflops_per_s, w);
-  OptionalField("tb_per_s", achieved.tb_per_s, w);
-  OptionalField("percent_of_peak", achieved.percent_of_peak, w);
-  OptionalField("bound", achieved.bound ? std::optional(BoundName(*achieved.bound)) : std::nullopt,
-                w);
+  w->Field("dtype", dtype == DType::kUnknown ? std::nullopt : std::optional(DTypeName(dtype)));
+  w->Field("tflops_per_s", achieved.tflops_per_s);
+  w->Field("tb_per_s", achieved.tb_per_s);
+  w->Field("percent_of_peak", achieved.percent_of_peak);
+  w->Field("bound", achieved.bound ? std::optional(BoundName(*achieved.bound)) : std::nullopt);
 }
 
 // PeakJson() is a trace's row of the peak table, null when its GPU is not in it.
@@ -70,10 +58,10 @@ void PeakJson(const std::optional<GpuPeak>& peak, PyJsonWriter* w) {
   w->Field("name", peak->name);
   for (size_t d = 1; d < kDTypes; ++d) {
     const auto dtype = static_cast<DType>(d);
-    OptionalField(StrCat(DTypeName(dtype), dtype == DType::kInt8 ? "_tops" : "_tflops"),
-                  peak->Tflops(dtype), w);
+    w->Field(StrCat(DTypeName(dtype), dtype == DType::kInt8 ? "_tops" : "_tflops"),
+             peak->Tflops(dtype));
   }
-  OptionalField("hbm_tb_per_s", peak->hbm_tb_per_s, w);
+  w->Field("hbm_tb_per_s", peak->hbm_tb_per_s);
   w->Field("source", peak->source);
   w->EndObject();
 }
@@ -102,8 +90,8 @@ void TraceJson(const OpTraceSummary& s, const TraceProfile& p, const std::string
   w->Field("steps", s.steps);
   w->Field("top_level_ops", s.top_level_ops);
   w->Field("cpu_events_without_times", s.cpu_events_without_times);
-  OptionalField("flops", s.work.flops, w);
-  OptionalField("bytes", s.work.bytes, w);
+  w->Field("flops", s.work.flops);
+  w->Field("bytes", s.work.bytes);
   PeakJson(s.peak, w);
   w->Field("gpu_timeline", GpuTimelineJson(p));
   w->EndObject();
@@ -123,12 +111,8 @@ void RowJson(const OpRow& row, const PerSide<OpTraceSummary>& traces, PyJsonWrit
     w->EndObject();
   }
   w->Field("delta_us", Micros(row.delta_ns()));
-  w->Key("ratio");  // trace 1's time over trace 2's; null when trace 2 has none
-  if (const std::optional<double> ratio = TimeRatio(row.sides)) {
-    w->Value(*ratio);
-  } else {
-    w->Null();
-  }
+  // Trace 1's time over trace 2's; null when trace 2 has none.
+  w->Field("ratio", TimeRatio(row.sides));
   w->EndObject();
 }
 

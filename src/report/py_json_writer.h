@@ -3,6 +3,7 @@
 #define TRACEFUSE_SRC_REPORT_PY_JSON_WRITER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -58,6 +59,15 @@ class PyJsonWriter {
   void Value(Int v) {
     NextItem();
     *out_ += std::to_string(v);
+  }
+  // Value() of an optional: its value, or null.
+  template <typename V>
+  void Value(const std::optional<V>& value) {
+    if (value) {
+      Value(*value);
+    } else {
+      Null();
+    }
   }
   template <typename V>
   void Field(std::string_view key, const V& value) {
