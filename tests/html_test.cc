@@ -305,6 +305,29 @@ TEST_F(OpsHtmlTest, ShowsBothTracesAndTheOpRow) {
       << ops;
 }
 
+TEST_F(OpsHtmlTest, SaysWhatEachSidesRatesAreMeasuredAgainst) {
+  EXPECT_EQ(Count(OpsHtml(ops_, context_), "class=\"note peaks\""), 0u);  // no FLOPs or bytes
+  for (Side s : kSides) ops_.traces[s].work.flops = 1000;
+  ops_.traces[Side::kTrace2].gpu = "H100 <SXM>";
+  std::string html = OpsHtml(ops_, context_);
+  EXPECT_NE(html.find("<p class=\"note peaks\">&lt;MI300X &amp; co&gt;: the trace names no GPU "
+                      "(deviceProperties): rates without percent of peak</p>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<p class=\"note peaks\">H100 &quot;SXM&quot;: GPU &quot;H100 &lt;SXM&gt;"
+                      "&quot; is not in the peak table: rates without percent of peak</p>"),
+            std::string::npos);
+  GpuPeak peak;
+  peak.name = "H100 SXM";
+  peak.tflops[static_cast<size_t>(DType::kBf16)] = 989.4;
+  peak.tflops[static_cast<size_t>(DType::kInt8)] = 1978.9;
+  peak.hbm_tb_per_s = 3.35;
+  ops_.traces[Side::kTrace2].peak = peak;
+  html = OpsHtml(ops_, context_);
+  EXPECT_NE(html.find("<p class=\"note peaks\">H100 &quot;SXM&quot;: peaks of H100 SXM (TFLOP/s): "
+                      "bf16 989.4, int8 1978.9 (TOPS); HBM 3.35 TB/s</p>"),
+            std::string::npos);
+}
+
 TEST_F(OpsHtmlTest, AlignsTheExampleKernelsOfEachDifference) {
   const std::string section = SectionOf(OpsHtml(ops_, context_), "fusion-differences");
   EXPECT_NE(section.find("<td class=\"fused-by\"><span class=\"key s2\"></span>H100 "

@@ -86,6 +86,29 @@ void WriteTruncation(const TraceProfile& profile, PyJsonWriter* w) {
   w->EndObject();
 }
 
+std::string PeakSentence(const OpTraceSummary& trace) {
+  if (!trace.work.flops && !trace.work.bytes) return "";
+  if (trace.gpu.empty()) {
+    return "the trace names no GPU (deviceProperties): rates without percent of peak";
+  }
+  if (!trace.peak) {
+    return fmt::format("GPU \"{}\" is not in the peak table: rates without percent of peak",
+                       trace.gpu);
+  }
+  std::string out = fmt::format("peaks of {} (TFLOP/s):", trace.peak->name);
+  const char* separator = " ";
+  for (size_t d = 1; d < kDTypes; ++d) {
+    const auto dtype = static_cast<DType>(d);
+    if (const std::optional<double> tflops = trace.peak->Tflops(dtype)) {
+      out += fmt::format("{}{} {:g}{}", separator, DTypeName(dtype), *tflops,
+                         dtype == DType::kInt8 ? " (TOPS)" : "");
+      separator = ", ";
+    }
+  }
+  if (trace.peak->hbm_tb_per_s) out += fmt::format("; HBM {:g} TB/s", *trace.peak->hbm_tb_per_s);
+  return out;
+}
+
 std::string AchievedText(const OpRow& row, Side side, const std::optional<GpuPeak>& peak) {
   const WorkTotals& work = row.work[side];
   const Achieved a = AchievedOf(work, row.sides[side].time_ns, peak ? &*peak : nullptr);

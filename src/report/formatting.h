@@ -102,6 +102,11 @@ std::string CsvField(const std::string& field);
 // peak (compute)", "1.90 TB/s bf16, 36.0% of peak (memory)"; "" without FLOPs or bytes.
 std::string AchievedText(const OpRow& row, Side side, const std::optional<GpuPeak>& peak);
 
+// PeakSentence() says what a trace's ops are measured against: "peaks of MI300X (TFLOP/s): fp64
+// 81.7, ...; HBM 5.3 TB/s", or why there is no percent of peak; "" when its ops have no FLOPs or
+// bytes.
+std::string PeakSentence(const OpTraceSummary& trace);
+
 }  // namespace tracefuse
 
 #endif  // TRACEFUSE_SRC_REPORT_FORMATTING_H_

@@ -198,6 +198,13 @@ void OpsHtmlPage::Header() {
       "<th>file</th></tr>\n");
   for (Side s : kSides) TraceRow(s);
   doc_.Append("</table>\n");
+  for (Side s : kSides) {
+    const std::string peaks = PeakSentence(ops_.traces[s]);
+    if (!peaks.empty()) {
+      doc_.Append("<p class=\"note peaks\">{}: {}</p>\n", HtmlEscaped(Label(s)),
+                  HtmlEscaped(peaks));
+    }
+  }
   const OpTraceSummary& t1 = ops_.traces[Side::kTrace1];
   const OpTraceSummary& t2 = ops_.traces[Side::kTrace2];
   const auto matched = static_cast<int64_t>(ops_.matched_ops);

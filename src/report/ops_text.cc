@@ -140,31 +140,9 @@ void OpsPage::Header() {
 // against, or that its GPU is not in the peak table.
 void OpsPage::PeakLines() {
   for (Side side : kSides) {
-    const OpTraceSummary& t = ops_.traces[side];
-    if (!t.work.flops && !t.work.bytes) continue;
-    std::string line;
-    if (t.gpu.empty()) {
-      line = fmt::format(
-          "{}: the trace names no GPU (deviceProperties): rates without percent of "
-          "peak",
-          Label(side));
-    } else if (!t.peak) {
-      line = fmt::format("{}: GPU \"{}\" is not in the peak table: rates without percent of peak",
-                         Label(side), t.gpu);
-    } else {
-      line = fmt::format("{}: peaks of {} (TFLOP/s):", Label(side), t.peak->name);
-      const char* separator = " ";
-      for (size_t d = 1; d < kDTypes; ++d) {
-        const auto dtype = static_cast<DType>(d);
-        if (const std::optional<double> tflops = t.peak->Tflops(dtype)) {
-          line += fmt::format("{}{} {:g}{}", separator, DTypeName(dtype), *tflops,
-                              dtype == DType::kInt8 ? " (TOPS)" : "");
-          separator = ", ";
-        }
-      }
-      if (t.peak->hbm_tb_per_s) line += fmt::format("; HBM {:g} TB/s", *t.peak->hbm_tb_per_s);
-    }
-    Line(fmt::format("{}{}", markdown_ ? "\n" : "  ", line));
+    const std::string sentence = PeakSentence(ops_.traces[side]);
+    if (!sentence.empty())
+      Line(fmt::format("{}{}: {}", markdown_ ? "\n" : "  ", Label(side), sentence));
   }
 }
 
