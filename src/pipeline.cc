@@ -627,15 +627,14 @@ absl::StatusOr<bool> ClassifyByLaunchingOps(const std::string& path, const Pipel
   TraceProfile& p = *profile;
   ByOpClassification& by_op = p.by_op;
   if (!ClassifiesByLaunchingOp(p.classifier->rule_set())) return false;
-  const std::optional<State> settled = !p.any_in_default_by_name() ? State::kNothingLeft
-                                       : !HasCpuOps(p)             ? State::kNoCpuSide
-                                       : options.host_activity     ? State::kPending
-                                       : !CanReadTwice(path)       ? State::kCannotReadTwice
-                                                                   : std::optional<State>();
-  if (settled) {
-    by_op.state = *settled;
+  auto settle = [&by_op](State state) {
+    by_op.state = state;
     return false;
-  }
+  };
+  if (!p.any_in_default_by_name()) return settle(State::kNothingLeft);
+  if (!HasCpuOps(p)) return settle(State::kNoCpuSide);
+  if (options.host_activity) return settle(State::kPending);
+  if (!CanReadTwice(path)) return settle(State::kCannotReadTwice);
   PipelineOptions again = options;
   again.host_activity = true;
   again.keep_kernel_records = true;
