@@ -48,7 +48,17 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   explicit BufferPool(size_t buffer_bytes, bool padded = false)
       : buffer_bytes_(buffer_bytes), padded_(padded) {}
 
-  std::shared_ptr<char> Acquire() {
+  // Acquire() returns a buffer for `bytes` (at most buffer_bytes()): a pooled one for a whole
+  // block; one of its own, freed with its last Block, for less. A regular file's reads of less
+  // than a block are its first block and its tail, a few per file, and a whole 2 MiB window for
+  // them would take a fresh huge page of the heap for a few KB (docs/performance.md, "Small
+  // files").
+  std::shared_ptr<char> Acquire(size_t bytes) {
+    const size_t before = padded_ ? 1 : 0;
+    if (bytes < buffer_bytes_) {
+      char* raw = new char[bytes + (padded_ ? 1 + kBlockTailroom : 0)];
+      return std::shared_ptr<char>(raw + before, [before](char* p) { delete[](p - before); });
+    }
     char* raw = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -59,7 +69,6 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
     }
     if (raw == nullptr) raw = new char[buffer_bytes_ + (padded_ ? 1 + kBlockTailroom : 0)];
     std::weak_ptr<BufferPool> pool = weak_from_this();
-    const size_t before = padded_ ? 1 : 0;
     return std::shared_ptr<char>(raw + before, [pool, before](char* p) {
       if (auto alive = pool.lock()) {
         std::lock_guard<std::mutex> lock(alive->mu_);
@@ -114,12 +123,8 @@ class ReadSource : public ByteSource {
       return true;
     }
     if (eof_) return false;
-    std::shared_ptr<char> buf = pool_->Acquire();
-    // The first block is small: it is read to tell the format and the trace's first keys, and a
-    // regular file's events are then read by the parallel stage; a full window would fault in
-    // (about 1 ms for 2 MiB here) and copy bytes that nobody parses.
-    const size_t want =
-        pos_ == 0 ? std::min(kFirstBlockBytes, pool_->buffer_bytes()) : pool_->buffer_bytes();
+    const size_t want = BlockBytes();
+    std::shared_ptr<char> buf = pool_->Acquire(want);
     size_t have = 0;
     while (have < want) {
       if (InterruptSignal() != 0) {
@@ -173,6 +178,19 @@ class ReadSource : public ByteSource {
     pos_ = offset;
     eof_ = false;
     lseek(fd_.get(), static_cast<off_t>(offset), SEEK_SET);
+  }
+
+  // BlockBytes() is how much Next() reads. The first block is small: it is read to tell the
+  // format and the trace's first keys, and a regular file's events are then read by the parallel
+  // stage; a full window would fault in (about 1 ms for 2 MiB here) and copy bytes that nobody
+  // parses. Nor does a regular file's block go past what is left of it (the tail after its last
+  // chunk is often a few KB); past its end, where only a file that grew has more, a block is
+  // small again.
+  size_t BlockBytes() const {
+    size_t bytes = pool_->buffer_bytes();
+    if (pos_ == 0) bytes = std::min(bytes, kFirstBlockBytes);
+    if (regular_) bytes = std::min<uint64_t>(bytes, pos_ < size_ ? size_ - pos_ : kFirstBlockBytes);
+    return bytes;
   }
 
   // The first block of the input, read ahead (and kept for Next) so that its magic bytes can be
@@ -465,7 +483,8 @@ class DecompressingSource : public ByteSource {
 
   absl::StatusOr<bool> Next(Block* block) override {
     if (done_ && carry_ == nullptr) return false;
-    std::shared_ptr<char> buf = carry_ != nullptr ? std::move(carry_) : pool_->Acquire();
+    std::shared_ptr<char> buf =
+        carry_ != nullptr ? std::move(carry_) : pool_->Acquire(pool_->buffer_bytes());
     size_t have = std::exchange(carry_bytes_, 0);
     while (!done_ && have < pool_->buffer_bytes()) {
       if (in_used_ == in_.size && !input_ended_) {
@@ -519,7 +538,7 @@ class DecompressingSource : public ByteSource {
   bool can_unread() const override { return true; }
   void Unread(uint64_t offset) override {
     assert(offset >= last_.offset && offset <= last_.offset + last_.size);
-    carry_ = pool_->Acquire();
+    carry_ = pool_->Acquire(pool_->buffer_bytes());
     carry_bytes_ = static_cast<size_t>(last_.offset + last_.size - offset);
     std::memcpy(carry_.get(), last_.data + (offset - last_.offset), carry_bytes_);
     produced_ = offset;

@@ -3,6 +3,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <fstream>
 #include <regex>
 
 #include "absl/strings/match.h"
@@ -91,6 +92,34 @@ TEST(ByteSource, TheFirstBlockIsSmallTheOthersFillTheWindow) {
   absl::Status st;
   EXPECT_EQ(ReadAll(dir.File("b.json", data), 1 << 20, &st), data);
   EXPECT_EQ(ReadAll(dir.File("c.json", Sample(1000)), 1 << 20, &st), Sample(1000));
+}
+
+// A regular file's blocks end where the file did when it was opened, and past that end, where only
+// a file that grew has more, they are small again: a tail or a growth of a few KB is read into a
+// buffer of its size, not a whole window. What was appended is still read, to the new end.
+TEST(ByteSource, BlocksStopAtTheFileEndAndReadWhatWasAppended) {
+  testing::TempDir dir;
+  const std::string first = Sample((64 << 10) + 5000), appended = Sample(150000);
+  const std::string path = dir.File("a.json", first);
+  auto src = OpenSource(path, SourceOptions{});
+  ASSERT_TRUE(src.ok()) << src.status();
+  std::string all;
+  std::vector<size_t> sizes;
+  Block b;
+  ASSERT_TRUE(*(*src)->Next(&b));
+  all.append(b.data, b.size);
+  {
+    std::ofstream out(path, std::ios::app | std::ios::binary);
+    out << appended;
+  }
+  while (*(*src)->Next(&b)) {
+    sizes.push_back(b.size);
+    all.append(b.data, b.size);
+  }
+  EXPECT_EQ(all, first + appended);
+  ASSERT_GE(sizes.size(), 2u);
+  EXPECT_EQ(sizes[0], size_t{5000});  // what was left of the file as opened
+  for (size_t i = 1; i < sizes.size(); ++i) EXPECT_LE(sizes[i], size_t{64} << 10) << i;
 }
 
 // A decompressing source's blocks are padded, and Unread() makes the next block start inside the
