@@ -54,9 +54,9 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   // them would take a fresh huge page of the heap for a few KB (docs/performance.md, "Small
   // files").
   std::shared_ptr<char> Acquire(size_t bytes) {
-    const size_t before = padded_ ? 1 : 0;
+    const size_t before = padded_ ? 1 : 0, padding = padded_ ? 1 + kBlockTailroom : 0;
     if (bytes < buffer_bytes_) {
-      char* raw = new char[bytes + (padded_ ? 1 + kBlockTailroom : 0)];
+      char* raw = new char[bytes + padding];
       return std::shared_ptr<char>(raw + before, [before](char* p) { delete[](p - before); });
     }
     char* raw = nullptr;
@@ -67,7 +67,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
         free_.pop_back();
       }
     }
-    if (raw == nullptr) raw = new char[buffer_bytes_ + (padded_ ? 1 + kBlockTailroom : 0)];
+    if (raw == nullptr) raw = new char[buffer_bytes_ + padding];
     std::weak_ptr<BufferPool> pool = weak_from_this();
     return std::shared_ptr<char>(raw + before, [pool, before](char* p) {
       if (auto alive = pool.lock()) {
@@ -78,6 +78,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
       }
     });
   }
+  // Acquire() without a size returns a whole block's buffer.
+  std::shared_ptr<char> Acquire() { return Acquire(buffer_bytes_); }
   size_t buffer_bytes() const { return buffer_bytes_; }
 
  private:
@@ -483,8 +485,7 @@ class DecompressingSource : public ByteSource {
 
   absl::StatusOr<bool> Next(Block* block) override {
     if (done_ && carry_ == nullptr) return false;
-    std::shared_ptr<char> buf =
-        carry_ != nullptr ? std::move(carry_) : pool_->Acquire(pool_->buffer_bytes());
+    std::shared_ptr<char> buf = carry_ != nullptr ? std::move(carry_) : pool_->Acquire();
     size_t have = std::exchange(carry_bytes_, 0);
     while (!done_ && have < pool_->buffer_bytes()) {
       if (in_used_ == in_.size && !input_ended_) {
@@ -538,7 +539,7 @@ class DecompressingSource : public ByteSource {
   bool can_unread() const override { return true; }
   void Unread(uint64_t offset) override {
     assert(offset >= last_.offset && offset <= last_.offset + last_.size);
-    carry_ = pool_->Acquire(pool_->buffer_bytes());
+    carry_ = pool_->Acquire();
     carry_bytes_ = static_cast<size_t>(last_.offset + last_.size - offset);
     std::memcpy(carry_.get(), last_.data + (offset - last_.offset), carry_bytes_);
     produced_ = offset;
