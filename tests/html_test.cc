@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "profile_builder.h"
 #include "report/fusion_view.h"
+#include "test_util.h"
 #include "tracefuse/op_compare.h"
 #include "tracefuse/report/fusion.h"
 #include "tracefuse/report/ops.h"
@@ -212,6 +213,25 @@ TEST_F(FusionHtmlTest, StaysUnderFiveMegabytesWithAHundredThousandMappings) {
                              ")</span></h3>")),
             std::string::npos);
   EXPECT_NE(html.find(StrCat("... and ", Thousands(kMappings - 40), " more")), std::string::npos);
+}
+
+// WriteFusionJson() hands its buffer to the file in pieces as the mappings are written: a report
+// of many pieces is, byte for byte, the document FusionJson() builds whole.
+TEST_F(FusionHtmlTest, JsonStreamedToAFileIsTheWholeDocument) {
+  FusionMapping m = report_.mappings.front();
+  for (int i = 0; i < 20000; ++i) {
+    m.unfused_count = 1000 + i;
+    m.correlation_groups = {{i % 6, 100 + i % 6}};
+    report_.mappings.push_back(m);
+  }
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/report.json";
+  ASSERT_TRUE(WriteStreamedOutput(path, [&](OutputFile* out) {
+                return WriteFusionJson(report_, context_, out);
+              }).ok());
+  const std::string whole = FusionJson(report_, context_, JsonInfinity::kNull);
+  EXPECT_GT(whole.size(), 8u << 20);
+  EXPECT_TRUE(testing::ReadFile(path) == whole);
 }
 
 // The section `id` of a page, up to its end.

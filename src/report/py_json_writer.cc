@@ -56,7 +56,7 @@ bool IsPlain(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c !=
 }  // namespace
 
 absl::Status PyJsonWriter::MaybeFlush() {
-  if (sink_ == nullptr || out_->size() < (1u << 20)) return absl::OkStatus();
+  if (sink_ == nullptr || out_->size() < kFlushBytes) return absl::OkStatus();
   absl::Status st = sink_->Append(*out_);
   out_->clear();
   return st;
