@@ -843,10 +843,10 @@ absl::Status ChunkParser::ParseInBuffers(const EventChunk& chunk, const std::str
   if ((err = doc.get_array().get(events))) {
     return im.Malformed(chunk, len, display_name, err, static_cast<const char*>(nullptr));
   }
-  im.local_names.clear();
-  im.local_host_names.clear();
-  im.local_threads.clear();
-  im.local_shapes.clear();
+  ClearKeepingCapacity(&im.local_names);
+  ClearKeepingCapacity(&im.local_host_names);
+  ClearKeepingCapacity(&im.local_threads);
+  ClearKeepingCapacity(&im.local_shapes);
   im.host_name_model.clear();
   for (auto item : events) {
     od::object event;

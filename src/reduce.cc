@@ -86,7 +86,7 @@ void ChunkSummary::Summarize(const ParsedChunk& chunk, bool kernel_groups,
   group_size.clear();
   kernel_group.clear();
   kernels_without_correlation = 0;
-  group_ids_.clear();
+  ClearKeepingCapacity(&group_ids_);
   // Graph replays put long runs of kernels under one correlation id: remember the last one.
   int64_t last_correlation = 0;
   uint32_t last_group = kNoGroup;

@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -136,6 +139,27 @@ TEST(Cli, HelpListsCommandsAndExitCodes) {
     EXPECT_EQ(h.exit_code, 0) << cmd;
     EXPECT_NE(h.out.find("--ruleset"), std::string::npos) << cmd;
   }
+}
+
+// Only the command that argv[1] names is declared (DeclareCommands() in main.cc): each command
+// listed by --help must be the one its name declares, with its own usage.
+TEST(Cli, EveryListedCommandDeclaresItself) {
+  RunResult help = RunCommand(Bin() + " --help");
+  ASSERT_EQ(help.exit_code, 0);
+  std::istringstream lines(help.out.substr(help.out.find("Subcommands:\n")));
+  std::vector<std::string> commands;
+  for (std::string line; std::getline(lines, line) && !line.empty();) {
+    if (line.rfind("  ", 0) == 0) commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+  }
+  ASSERT_EQ(commands.size(), 10u) << help.out;
+  for (const std::string& cmd : commands) {
+    RunResult h = RunCommand(Bin() + " " + cmd + " --help");
+    EXPECT_EQ(h.exit_code, 0) << cmd << ": " << h.err;
+    EXPECT_NE(h.out.find("tracefuse " + cmd + " [OPTIONS]"), std::string::npos) << h.out;
+  }
+  RunResult typo = RunCommand(Bin() + " compre a.json b.json");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_EQ(typo.err, "tracefuse: error: A subcommand is required (run 'tracefuse --help')\n");
 }
 
 TEST(Cli, StatsOnAGeneratedTrace) {

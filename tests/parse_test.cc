@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
+#include "tracefuse/strings.h"
 
 namespace tracefuse {
 namespace {
@@ -152,6 +153,22 @@ TEST(ChunkParser, GrowsForEventsLargerThanItsBuffer) {
   ASSERT_TRUE(
       parser.Parse(ChunkOf(R"({"cat": "kernel", "name": ")" + name + R"("})"), "t", &out).ok());
   EXPECT_EQ(out.name(0), name);
+}
+
+// The parser clears its per-chunk name tables with ClearKeepingCapacity(): Abseil's clear() would
+// free a table of over 127 slots, and every chunk would grow it again under the heap's lock.
+TEST(ClearKeepingCapacity, EmptiesATableAndKeepsItsSlotsForTheNextChunk) {
+  absl::flat_hash_map<int64_t, uint32_t> table;
+  for (uint32_t i = 0; i < 1000; ++i) table[i] = i;
+  const size_t capacity = table.capacity();
+  ClearKeepingCapacity(&table);
+  EXPECT_TRUE(table.empty());
+  EXPECT_EQ(table.capacity(), capacity);
+  for (uint32_t i = 0; i < 1000; ++i) table[5000 + i] = i;
+  EXPECT_EQ(table.capacity(), capacity);
+  EXPECT_EQ(table.size(), 1000u);
+  EXPECT_EQ(table.at(5999), 999u);
+  EXPECT_FALSE(table.contains(999));
 }
 
 TEST(TraceMetadata, ReadsWhatPlatformDetectionNeeds) {
