@@ -8,6 +8,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "tracefuse/strings.h"
 
 namespace tracefuse {
 namespace {
@@ -346,7 +347,7 @@ class UnitLinker {
   void ForgetHostNames() {
     normalized_.clear();
     models_.clear();
-    shaped_op_of_host_.clear();
+    ClearKeepingCapacity(&shaped_op_of_host_);
   }
 
   // Link() gives `call`'s correlation id, unless an earlier call carried it, the unit its
