@@ -6,8 +6,10 @@
 #include <iterator>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/types/span.h"
 #include "analyze_internal.h"
 #include "fmt/format.h"
 #include "oneapi/tbb/parallel_invoke.h"
@@ -140,12 +142,11 @@ constexpr int64_t kSharedTypeWeight = 10;  // score: |size difference| - 10 * sh
 constexpr const char* kAttentionMarkers[] = {"attention", "fmha"};
 constexpr const char* kFfnMarkers[] = {"cijk", "nvjet", "gemm"};
 
-using Composition = std::vector<uint64_t>;
 constexpr size_t kCompositionWordBits = std::numeric_limits<uint64_t>::digits;
 
 int Intersection(const Composition& a, const Composition& b) {
   int n = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) n += __builtin_popcountll(a[i] & b[i]);
+  for (size_t i = 0; i < a.size(); ++i) n += __builtin_popcountll(a[i] & b[i]);
   return n;
 }
 
@@ -252,14 +253,16 @@ GroupShape GroupShape::Of(const CategoryId* types, size_t count, bool has_attent
   CategoryId max_type = 0;
   for (size_t i = 0; i < count; ++i) max_type = std::max(max_type, types[i]);
   const size_t ncat = size_t{max_type} + 1;
-  std::vector<uint32_t> seen(ncat, 0), first(ncat, UINT32_MAX);
-  g.composition.assign((ncat + kCompositionWordBits - 1) / kCompositionWordBits, 0);
+  constexpr size_t kCategories = size_t{std::numeric_limits<CategoryId>::max()} + 1;
+  std::array<uint32_t, kCategories> seen, first;  // only [0, ncat) is used
+  std::fill_n(seen.begin(), ncat, 0);
   for (uint32_t i = 0; i < count; ++i) {
     const CategoryId t = types[i];
     if (seen[t]++ == 0) first[t] = i;
     g.composition[t / kCompositionWordBits] |= uint64_t{1} << (t % kCompositionWordBits);
   }
   for (CategoryId t : CategoryIds(ncat)) {
+    if (seen[t] == 0) continue;
     if (seen[t] > seen[g.dominant] || (seen[t] == seen[g.dominant] && first[t] < first[g.dominant]))
       g.dominant = t;
   }
@@ -466,19 +469,51 @@ struct Categories {
 // Micros() is a kernel's duration as the reference reads it: microseconds, a Python float.
 double Micros(const KernelRecord& k) { return static_cast<double>(k.dur_ns) / 1000.0; }
 
-// TypeTimes is one group's durations per type (a group runs a handful of types).
-struct TypeTimes {
-  std::vector<std::pair<CategoryId, double>> by_type;  // in order of first appearance
+// GroupTypeTimes is, per large group, its kernels' durations per type, in order of first
+// appearance. All groups' sums share one array, each group's room sized by the types its shape
+// holds: summing allocates nothing per group (both traces are summed in parallel, and every
+// allocation takes the heap's one lock).
+class GroupTypeTimes {
+ public:
+  using Entry = std::pair<CategoryId, double>;
 
-  void Add(CategoryId type, double us) {
-    for (auto& [t, time] : by_type) {
-      if (t == type) {
-        time += us;
+  // GroupTypeTimes() makes room for the groups marked in `matched`.
+  GroupTypeTimes(const std::vector<GroupShape>& shapes, const std::vector<uint8_t>& matched)
+      : begin_(shapes.size() + 1, 0), used_(shapes.size(), 0) {
+    for (size_t slot = 0; slot < shapes.size(); ++slot) {
+      begin_[slot + 1] = begin_[slot] + (matched[slot] ? TypesIn(shapes[slot]) : 0);
+    }
+    entries_.resize(begin_.back());
+  }
+
+  // Add() adds `us` to group `slot`'s time of `type`, a type its shape holds.
+  void Add(uint32_t slot, CategoryId type, double us) {
+    Entry* const first = entries_.data() + begin_[slot];
+    Entry* const end = first + used_[slot];
+    for (Entry* e = first; e != end; ++e) {
+      if (e->first == type) {
+        e->second += us;
         return;
       }
     }
-    by_type.emplace_back(type, 0.0 + us);
+    *end = Entry{type, 0.0 + us};
+    ++used_[slot];
   }
+
+  absl::Span<const Entry> Of(uint32_t slot) const {
+    return {entries_.data() + begin_[slot], used_[slot]};
+  }
+
+ private:
+  static uint32_t TypesIn(const GroupShape& shape) {
+    uint32_t n = 0;
+    for (uint64_t word : shape.composition) n += static_cast<uint32_t>(__builtin_popcountll(word));
+    return n;
+  }
+
+  std::vector<uint32_t> begin_;  // per group, its room's first entry; one past the last group's
+  std::vector<uint32_t> used_;   // per group, its room's entries in use
+  std::vector<Entry> entries_;
 };
 
 // TraceView is what the merge needs of one trace (§4.1 steps 1 and 2), built in sequential passes
@@ -530,11 +565,11 @@ struct TraceView {
   // each summed as the reference sums them (§4.1 step 4a): Python floats added in the group's
   // list (trace) order from 0.0. A duration of whole nanoseconds divided by 1000 is the double
   // Python reads from the trace's decimal microseconds, so the sums agree to the last bit.
-  std::vector<TypeTimes> GroupTimes(const std::vector<uint8_t>& matched) const {
-    std::vector<TypeTimes> times(large.size());
+  GroupTypeTimes GroupTimes(const std::vector<uint8_t>& matched) const {
+    GroupTypeTimes times(shapes, matched);
     profile->kernels.ForEach([&](const KernelRecord& k) {
       const uint32_t slot = SlotOf(k);
-      if (slot != kSmall && matched[slot]) times[slot].Add(name_category[k.name], Micros(k));
+      if (slot != kSmall && matched[slot]) times.Add(slot, name_category[k.name], Micros(k));
     });
     return times;
   }
@@ -663,13 +698,13 @@ void AppendPairSequenceMappings(const PerSide<TraceView>& views, const PerSide<u
 // order as the reference adds them.
 void AddMatchedTimes(const PerSide<TraceView>& views, const GroupMatches& matches,
                      const PerSide<std::vector<uint8_t>>& matched, MatchedDiffs* diffs) {
-  PerSide<std::vector<TypeTimes>> times;
-  auto sum = [&](Side s) { times[s] = views[s].GroupTimes(matched[s]); };
+  PerSide<std::optional<GroupTypeTimes>> times;
+  auto sum = [&](Side s) { times[s].emplace(views[s].GroupTimes(matched[s])); };
   tbb::parallel_invoke([&] { sum(Side::kTrace1); }, [&] { sum(Side::kTrace2); });
   for (const auto& match : matches) {
     const PerSide<uint32_t> slot = Slots(match);
     for (Side s : kSides) {
-      for (const auto& [t, us] : times[s][slot[s]].by_type) diffs->by_type[t].time_us[s] += us;
+      for (const auto& [t, us] : times[s]->Of(slot[s])) diffs->by_type[t].time_us[s] += us;
     }
   }
 }

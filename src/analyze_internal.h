@@ -5,8 +5,10 @@
 #ifndef TRACEFUSE_SRC_ANALYZE_INTERNAL_H_
 #define TRACEFUSE_SRC_ANALYZE_INTERNAL_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -15,14 +17,19 @@
 
 namespace tracefuse {
 
+// Composition is a bit set of categories, a bit for every CategoryId: fixed, so that a group's
+// shape takes no allocation of its own (the two traces' shapes are taken in parallel, and every
+// allocation takes the heap's one lock).
+using Composition = std::array<uint64_t, (size_t{std::numeric_limits<CategoryId>::max()} + 1) / 64>;
+
 // GroupShape is what group matching (§4.1 step 3) knows of one large correlation group: the
 // fields of its signature, and its composition.
 struct GroupShape {
   uint32_t size = 0;
-  bool has_attention = false;         // a kernel name contains "attention" or "fmha"
-  bool has_ffn = false;               // a kernel name contains "cijk", "nvjet" or "gemm"
-  CategoryId dominant = 0;            // most frequent type, the first seen on ties
-  std::vector<uint64_t> composition;  // bit set of the types present
+  bool has_attention = false;  // a kernel name contains "attention" or "fmha"
+  bool has_ffn = false;        // a kernel name contains "cijk", "nvjet" or "gemm"
+  CategoryId dominant = 0;     // most frequent type, the first seen on ties
+  Composition composition{};   // the types present
 
   // Of() is the shape of a group of `count` kernels whose types, in list order, are `types`.
   static GroupShape Of(const CategoryId* types, size_t count, bool has_attention, bool has_ffn);

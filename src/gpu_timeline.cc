@@ -74,16 +74,31 @@ GpuTimeFigures DeviceSweep::Figures() const {
   return f;
 }
 
-void SortByDeviceAndStart(std::vector<GpuActivity>* activities, size_t middle) {
+void SortByDeviceAndStart(std::vector<GpuActivity>* activities, size_t middle,
+                          std::vector<GpuActivity>* scratch) {
   auto before = [](const GpuActivity& a, const GpuActivity& b) {
     return a.device != b.device ? a.device < b.device : a.start_ns < b.start_ns;
   };
   const auto begin = activities->begin(), end = activities->end();
   const auto mid = begin + static_cast<std::ptrdiff_t>(std::min(middle, activities->size()));
-  if (std::is_sorted(begin, mid, before) && std::is_sorted(mid, end, before)) {
-    std::inplace_merge(begin, mid, end, before);
-  } else {
+  if (!std::is_sorted(begin, mid, before) || !std::is_sorted(mid, end, before)) {
     std::sort(begin, end, before);
+    return;
+  }
+  if (mid == begin || mid == end || !before(*mid, *(mid - 1))) return;
+  // Merged from the back, with only the tail set aside (std::inplace_merge would allocate room
+  // for both halves on every call); on ties the tail's activity goes last, as in a stable merge.
+  std::vector<GpuActivity> local;
+  if (scratch == nullptr) scratch = &local;
+  scratch->assign(mid, end);
+  auto head = mid, out = end;
+  auto tail = scratch->end();
+  while (tail != scratch->begin()) {
+    if (head != begin && before(*(tail - 1), *(head - 1))) {
+      *--out = *--head;
+    } else {
+      *--out = *--tail;
+    }
   }
 }
 

@@ -186,6 +186,13 @@ bool IsStepAnnotation(std::string_view name) {
          (StartsWith(name, "execute_") && name.find("context") != std::string_view::npos);
 }
 
+void ParsedChunk::Reserve(size_t chunk_bytes) {
+  // A Kineto kernel event takes about 500 bytes with its args, and its launch as many.
+  constexpr size_t kKernelEventBytes = 512;
+  kernels.reserve(chunk_bytes / kKernelEventBytes);
+  launches.reserve(chunk_bytes / kKernelEventBytes);
+}
+
 void ParsedChunk::Clear() {
   events = 0;
   kernels.clear();

@@ -109,9 +109,11 @@ struct Work {
 // bounds how many are live (the source node may hold one more while the limiter is full).
 class WorkPool {
  public:
+  explicit WorkPool(size_t chunk_bytes) : chunk_bytes_(chunk_bytes) {}
+
   Work* Acquire() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (free_.empty()) return &items_.emplace_back();
+    if (free_.empty()) return New();
     Work* w = free_.back();
     free_.pop_back();
     return w;
@@ -122,6 +124,18 @@ class WorkPool {
   }
 
  private:
+  // New() is a work item with room for a chunk of the target size. Grown from one element
+  // instead, its vectors would take the heap's lock, which every thread shares
+  // (KeepFreedMemoryForReuse()), a dozen times each, just when all threads start parsing: a thread
+  // that finds the lock taken sleeps, and on a VM it wakes milliseconds later.
+  Work* New() {
+    Work& w = items_.emplace_back();
+    w.parsed.Reserve(chunk_bytes_);
+    w.summary.Reserve(w.parsed.kernels.capacity());
+    return &w;
+  }
+
+  size_t chunk_bytes_;
   std::deque<Work> items_;  // stable addresses
   std::vector<Work*> free_;
   std::mutex mu_;
@@ -437,7 +451,8 @@ class TraceRun {
         classifiers_([this, classifier] {
           // Each thread's cache is made on its first chunk, after the platform is detected.
           return CachedClassifier(classifier, source_.classify_platform());
-        }) {}
+        }),
+        pool_(options.chunk_bytes) {}
 
   absl::StatusOr<TraceProfile> Run(std::chrono::steady_clock::time_point started) {
     while (true) {

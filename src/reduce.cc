@@ -78,6 +78,14 @@ TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool ke
   }
 }
 
+void ChunkSummary::Reserve(size_t kernels) {
+  group_correlation.reserve(kernels);
+  group_size.reserve(kernels);
+  group_ids_.reserve(kernels);
+  gpu.reserve(kernels);
+  launch_runs.reserve(kernels);
+}
+
 void ChunkSummary::Summarize(const ParsedChunk& chunk, bool kernel_groups,
                              const Classifier& classifier, const std::vector<RuleId>& name_rules) {
   name_kernels.assign(chunk.name_count(), 0);
@@ -145,7 +153,7 @@ void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk, const Classifier& clas
                                 t.has_correlation ? t.correlation : kNoCorrelation});
     }
   }
-  SortByDeviceAndStart(&gpu, kernels);
+  SortByDeviceAndStart(&gpu, kernels, &merge_scratch_);
   launch_runs.clear();
   run_sweeps.clear();
   auto same_launch = [](const GpuActivity& a, const GpuActivity& b) {

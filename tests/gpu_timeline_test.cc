@@ -171,6 +171,44 @@ TEST(DeviceSweep, EqualsTheOracleOnRandomDevices) {
   }
 }
 
+// SortByDeviceAndStart() puts a chunk's kernels and transfers, each already in order, where a
+// stable sort puts them: ties between the two halves keep the kernels first. Also when the halves
+// come unsorted, and with or without the caller's scratch (kept full from the run before).
+TEST(SortByDeviceAndStart, OrdersTwoHalvesAsAStableSortDoes) {
+  std::mt19937_64 rng(31);
+  auto before = [](const GpuActivity& a, const GpuActivity& b) {
+    return a.device != b.device ? a.device < b.device : a.start_ns < b.start_ns;
+  };
+  std::vector<GpuActivity> scratch;
+  for (int round = 0; round < 2000; ++round) {
+    const size_t n = rng() % 40, middle = n == 0 ? 0 : rng() % (n + 1);
+    const bool sorted_halves = rng() % 4 != 0;
+    std::vector<GpuActivity> activities(n);
+    for (size_t i = 0; i < n; ++i) {
+      // Few devices and starts, so that ties are common; `name` tells the activities apart.
+      activities[i] = GpuActivity{static_cast<int64_t>(rng() % 8), 0,
+                                  static_cast<int32_t>(rng() % 3), static_cast<uint32_t>(i)};
+    }
+    if (sorted_halves) {
+      std::stable_sort(activities.begin(), activities.begin() + middle, before);
+      std::stable_sort(activities.begin() + middle, activities.end(), before);
+    }
+    std::vector<GpuActivity> want = activities;
+    std::stable_sort(want.begin(), want.end(), before);
+    SCOPED_TRACE("round " + std::to_string(round));
+    SortByDeviceAndStart(&activities, middle, round % 2 == 0 ? &scratch : nullptr);
+    ASSERT_EQ(activities.size(), want.size());
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(activities[i].device, want[i].device);
+      EXPECT_EQ(activities[i].start_ns, want[i].start_ns);
+      // Unsorted halves go through std::sort, which keeps no order among ties.
+      if (sorted_halves) {
+        EXPECT_EQ(activities[i].name, want[i].name) << "at " << i;
+      }
+    }
+  }
+}
+
 // Append(): a device's activities split anywhere and swept in two parts join to the sweep of
 // the whole when the second part starts after the first has ended, and are refused otherwise.
 TEST(DeviceSweep, AppendJoinsPartsThatDoNotOverlap) {

@@ -332,8 +332,10 @@ std::vector<DeviceTimeline> SweepCollected(std::vector<GpuActivity> activities,
 
 // SortByDeviceAndStart() puts activities in the order the sweeps take them. Kineto mostly
 // writes them in that order already: when [0, middle) and [middle, end) each are (a chunk's
-// kernels, then its transfers), they are merged in linear time instead.
-void SortByDeviceAndStart(std::vector<GpuActivity>* activities, size_t middle = 0);
+// kernels, then its transfers), they are merged in linear time instead, [middle, end) waiting in
+// `scratch` (the caller's, kept for its capacity, or a local one when null).
+void SortByDeviceAndStart(std::vector<GpuActivity>* activities, size_t middle = 0,
+                          std::vector<GpuActivity>* scratch = nullptr);
 
 template <typename KindOfName>
 std::vector<DeviceTimeline> SweepCollected(std::vector<GpuActivity> activities,

@@ -244,7 +244,10 @@ struct ParsedChunk {
 
   size_t name_count() const { return names.size(); }
   std::string_view name(size_t i) const { return names[i]; }
-  void Clear();
+  // Reserve() makes room for the kernels and launches a chunk of `chunk_bytes` holds in most
+  // traces: a chunk denser in kernels grows its vectors once or twice more.
+  void Reserve(size_t chunk_bytes);
+  void Clear();  // keeps the capacity
 };
 
 class ChunkParser {

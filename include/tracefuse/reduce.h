@@ -160,6 +160,9 @@ struct ChunkSummary {
   std::vector<LaunchRun> launch_runs;
   std::vector<DeviceSweep> run_sweeps;
 
+  // Reserve() makes room for a chunk of `kernels` kernels, each its own launch.
+  void Reserve(size_t kernels);
+
   // Summarize() replaces the summary with `chunk`'s; `kernel_groups`: fill kernel_group;
   // `name_rules`: the rule of each of the chunk's names, by `classifier`.
   void Summarize(const ParsedChunk& chunk, bool kernel_groups, const Classifier& classifier,
@@ -170,6 +173,7 @@ struct ChunkSummary {
                     const std::vector<RuleId>& name_rules);
 
   absl::flat_hash_map<int64_t, uint32_t> group_ids_;  // kept for its capacity
+  std::vector<GpuActivity> merge_scratch_;            // SortByDeviceAndStart()'s, likewise
 };
 
 // StageCpuSeconds is the CPU time each stage of the pipeline spent on one trace, all threads
