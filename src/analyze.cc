@@ -253,8 +253,7 @@ GroupShape GroupShape::Of(const CategoryId* types, size_t count, bool has_attent
   CategoryId max_type = 0;
   for (size_t i = 0; i < count; ++i) max_type = std::max(max_type, types[i]);
   const size_t ncat = size_t{max_type} + 1;
-  constexpr size_t kCategories = size_t{std::numeric_limits<CategoryId>::max()} + 1;
-  std::array<uint32_t, kCategories> seen, first;  // only [0, ncat) is used
+  std::array<uint32_t, kCategoryIds> seen, first;  // only [0, ncat) is used
   std::fill_n(seen.begin(), ncat, 0);
   for (uint32_t i = 0; i < count; ++i) {
     const CategoryId t = types[i];

@@ -17,10 +17,13 @@
 
 namespace tracefuse {
 
+// kCategoryIds is how many categories a CategoryId can name.
+constexpr size_t kCategoryIds = size_t{std::numeric_limits<CategoryId>::max()} + 1;
+
 // Composition is a bit set of categories, a bit for every CategoryId: fixed, so that a group's
 // shape takes no allocation of its own (the two traces' shapes are taken in parallel, and every
 // allocation takes the heap's one lock).
-using Composition = std::array<uint64_t, (size_t{std::numeric_limits<CategoryId>::max()} + 1) / 64>;
+using Composition = std::array<uint64_t, kCategoryIds / 64>;
 
 // GroupShape is what group matching (§4.1 step 3) knows of one large correlation group: the
 // fields of its signature, and its composition.
