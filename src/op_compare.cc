@@ -471,11 +471,25 @@ class Comparer {
     const Matches pairs = capped ? MatchByKey(k1, k2) : MyersMatches(k1, k2);
     p->capped += capped ? 1 : 0;
     std::vector<bool> matched1(k1.size()), matched2(k2.size());
+    PerSide<std::vector<size_t>> replays;  // the matched pairs that both replay a graph
     for (const auto& [i, j] : pairs) {
       AddToRow(b1 + i, b2 + j, p);
       Consider(step, i + 1, b1 + i, b2 + j, p);
-      ConsiderFusion(StepIndex(step), b1 + i, b2 + j, p);
+      if (traces_[0].tree->units[b1 + i].graph && traces_[1].tree->units[b2 + j].graph) {
+        replays[Side::kTrace1].push_back(b1 + i);
+        replays[Side::kTrace2].push_back(b2 + j);
+      } else {
+        ConsiderFusion(StepIndex(step), b1 + i, b2 + j, p);
+      }
       matched1[i] = matched2[j] = true;
+    }
+    if (!replays[Side::kTrace1].empty()) {
+      // One candidate for all of the step's replays, so that graph pieces ending at different
+      // kernels on the two sides do not matter; past the edit cap pairs come in key order.
+      std::sort(replays[Side::kTrace2].begin(), replays[Side::kTrace2].end());
+      AddCandidate(FusionDifferenceKind::kGraph, StepIndex(step),
+                   traces_[0].scope_path[traces_[0].tree->units[replays[Side::kTrace1][0]].scope],
+                   replays, p);
     }
     for (size_t i = 0; i < k1.size(); ++i) {
       if (!matched1[i]) AddUnmatched(Side::kTrace1, b1 + i, p);
@@ -554,13 +568,12 @@ class Comparer {
     }
   }
 
-  // ConsiderFusion() keeps a matched pair whose kernel counts differ as a fusion candidate.
+  // ConsiderFusion() keeps a matched pair of ops (not both graph replays) whose kernel counts
+  // differ as a fusion candidate.
   void ConsiderFusion(int32_t step, size_t u1, size_t u2, Partial* p) const {
     const OpTree &t1 = *traces_[0].tree, &t2 = *traces_[1].tree;
     if (!DiffersInKernels(KernelCount(t1, u1), KernelCount(t2, u2))) return;
-    const bool graph = t1.units[u1].graph && t2.units[u2].graph;
-    AddCandidate(graph ? FusionDifferenceKind::kGraph : FusionDifferenceKind::kOp, step,
-                 traces_[0].scope_path[t1.units[u1].scope],
+    AddCandidate(FusionDifferenceKind::kOp, step, traces_[0].scope_path[t1.units[u1].scope],
                  {{std::vector<size_t>{u1}, std::vector<size_t>{u2}}}, p);
   }
 

@@ -84,15 +84,16 @@ class TraceWriter {
   int64_t kernel_ts_ = 0;
 };
 
-// The pair of the tests below: names that say nothing, launched under ops the table lists
-// (aten::mm, aten::native_layer_norm), under a LayerNorm module and no listed op, under an op it
-// does not list; a name the rules know, under an op the table lists; and "kernel", launched
-// under two ops, most of its time under aten::_softmax.
+// The pair of the tests below: names that say nothing (TileLang's default main_kernel; the old
+// Triton names by position, triton__0d1d2d..., now take a rule's category), launched under ops
+// the table lists (aten::mm, aten::native_layer_norm), under a LayerNorm module and no listed op,
+// under an op it does not list; a name the rules know, under an op the table lists; and "kernel",
+// launched under two ops, most of its time under aten::_softmax.
 TraceWriter EagerTrace() {
   TraceWriter t;
   t.Op("aten::linear", 0, 100);
   t.Op("aten::mm", 10, 80);
-  t.Launch("triton__0d1d2d3d4d5d", 20, 50);
+  t.Launch("main_kernel", 20, 50);
   t.Op("aten::native_layer_norm", 200, 50);
   t.Launch("kernel", 210, 5);
   t.Module("LayerNorm_0", 300, 50);
@@ -122,14 +123,13 @@ std::map<std::string, std::string> LaunchingOpByName(const TraceProfile& p) {
   return out;
 }
 
-const std::map<std::string, std::string> kExpectedCategories = {{"triton__0d1d2d3d4d5d", "GEMM"},
+const std::map<std::string, std::string> kExpectedCategories = {{"main_kernel", "GEMM"},
                                                                 {"kernel", "Softmax"},
                                                                 {"Kernel2", "LayerNorm"},
                                                                 {"fn_a1b2c3d4e5", "Other"},
                                                                 {"ampere_sgemm_128x64_nn", "GEMM"}};
-const std::map<std::string, std::string> kExpectedOps = {{"triton__0d1d2d3d4d5d", "aten::mm"},
-                                                         {"kernel", "aten::_softmax"},
-                                                         {"Kernel2", "nn.Module: LayerNorm"}};
+const std::map<std::string, std::string> kExpectedOps = {
+    {"main_kernel", "aten::mm"}, {"kernel", "aten::_softmax"}, {"Kernel2", "nn.Module: LayerNorm"}};
 
 // Read without its CPU side, a trace with names left in Other is read again with it; read with
 // it (breakdown --by-op, compare --by-op), TakeOpTree() classifies. Both give the same.
@@ -164,7 +164,7 @@ TEST(ByOp, OffLeavesTheNamesInOther) {
   auto profiles = ProfileTraces({path}, Tracefuse(), PipelineOptions());
   ASSERT_TRUE(profiles.ok()) << profiles.status();
   EXPECT_EQ(profiles->front().by_op.state, State::kOff);
-  EXPECT_EQ(CategoryByName(profiles->front())["triton__0d1d2d3d4d5d"], "Other");
+  EXPECT_EQ(CategoryByName(profiles->front())["main_kernel"], "Other");
 }
 
 // Without cpu_ops, nothing can say; the reference's rule sets are never touched.
@@ -177,7 +177,7 @@ TEST(ByOp, NothingChangesWithoutACpuSideOrWithTheReferencesRules) {
   ASSERT_TRUE(profiles.ok()) << profiles.status();
   EXPECT_EQ(profiles->front().by_op.state, State::kNoCpuSide);
   EXPECT_TRUE(profiles->front().by_op.names.empty());
-  EXPECT_EQ(CategoryByName(profiles->front())["triton__0d1d2d3d4d5d"], "Other");
+  EXPECT_EQ(CategoryByName(profiles->front())["main_kernel"], "Other");
 
   const std::string eager = EagerTrace().Write(dir, "eager.json");
   auto reference = ProfileTraces({eager}, *LoadClassifier("wafer-kernel"), o);
@@ -208,7 +208,7 @@ TEST(ByOp, BreakdownMarksWhatItsOpsClassified) {
   const std::string bin = TRACEFUSE_BINARY;
   auto text = testing::RunCommand(bin + " breakdown " + path);
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_TRUE(absl::StrContains(text.out, "x  * triton__0d1d2d3d4d5d\n")) << text.out;
+  EXPECT_TRUE(absl::StrContains(text.out, "x  * main_kernel\n")) << text.out;
   EXPECT_TRUE(absl::StrContains(
       text.out,
       "\n* classified by the op that launched it (its name matches no rule): 4 kernels, 0.082 ms, "
@@ -223,7 +223,7 @@ TEST(ByOp, BreakdownMarksWhatItsOpsClassified) {
   bool seen = false;
   for (const auto& c : j["categories"]) {
     for (const auto& k : c["top_kernels"]) {
-      if (k["name"] != "triton__0d1d2d3d4d5d") continue;
+      if (k["name"] != "main_kernel") continue;
       seen = true;
       EXPECT_EQ(c["category"], "GEMM");
       EXPECT_EQ(k["by_op"], true);
@@ -234,7 +234,7 @@ TEST(ByOp, BreakdownMarksWhatItsOpsClassified) {
 
   auto csv = testing::RunCommand(bin + " breakdown --format csv " + path);
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
-  EXPECT_TRUE(absl::StrContains(csv.out, ",triton__0d1d2d3d4d5d,1,50,"));
+  EXPECT_TRUE(absl::StrContains(csv.out, ",main_kernel,1,50,"));
   EXPECT_TRUE(absl::StrContains(csv.out, ",false,true\n")) << csv.out;
 
   auto name_only = testing::RunCommand(bin + " breakdown --format json --name-only " + path);
@@ -284,9 +284,7 @@ TEST(ByOp, SuggestProposesRulesInTheCategoryTheOpsGave) {
   const std::string path = EagerTrace().Write(dir, "eager.json");
   auto r = testing::RunCommand(std::string(TRACEFUSE_BINARY) + " breakdown --suggest " + path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(absl::StrContains(r.out, "  - {category: GEMM, prefix: \"triton__\"}\n") ||
-              absl::StrContains(r.out, "  - {category: GEMM, words: triton}\n"))
-      << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "  - {category: GEMM, words: main}\n")) << r.out;
   EXPECT_TRUE(absl::StrContains(
       r.out,
       "(tracefuse's category that their launching ops gave them, as aten::mm launched the "

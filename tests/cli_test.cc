@@ -1,9 +1,12 @@
 // End-to-end tests of the tracefuse binary: exit codes, the one-line error messages, outputs.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <map>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -353,6 +356,22 @@ TEST(OutputFile, CommitsEitherDurabilityAndSyncsCommittedFiles) {
             "UNAVAILABLE: " + dir.path() + "/missing.json: No such file or directory");
 }
 
+// A FIFO (or /dev/null) is written where it is: a rename over it would replace it with a file.
+TEST(OutputFile, WritesAPipeInPlace) {
+  testing::TempDir dir;
+  const std::string fifo = dir.path() + "/pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string read;
+  std::thread reader([&] { read = testing::ReadFile(fifo); });
+  EXPECT_TRUE(WriteOutput(fifo, "{\"a\": 1}\n").ok());
+  reader.join();
+  EXPECT_EQ(read, "{\"a\": 1}\n");
+  struct stat st;
+  ASSERT_EQ(stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(testing::FilesIn(dir.path(), "").size(), 1u);  // no temporary left behind
+}
+
 TEST(Cli, ClassifyPrintsOneJsonObjectPerLine) {
   RunResult r = RunCommand(Bin() + " classify --ruleset wafer-op --platform amd",
                            "kernel_unified_attention_2d\nCijk_Alik_Bljk\n");
@@ -457,7 +476,11 @@ TEST(RulesCli, ListsAndChecksRuleSets) {
   RunResult r = RunCommand(std::string(TRACEFUSE_BINARY) + " rules");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("rule set tracefuse: ", 0), 0u) << r.out;
-  EXPECT_NE(r.out.find("  1. Communication <- any(contains \"nccl\""), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("  1. Communication <- all(not regex \"^triton_(poi|red|per|for|spl|tem)_\", "
+                 "any(contains \"nccl\""),
+      std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("     otherwise Other\n"), std::string::npos);
 
   testing::TempDir dir;
@@ -755,10 +778,15 @@ TEST_F(CompareCli, OpsReportsTheOpsThatDifferWithTheirKernels) {
 // adds the fusion differences of `ops` to each format; both commands' CSV can hold them.
 TEST_F(CompareCli, ByOpFindsOnEagerTracesWhatGroupsCannot) {
   const std::string a = dir_->path() + "/eager_a.json", b = dir_->path() + "/eager_b.json";
+  const std::string expect = dir_->path() + "/eager_expect.json";
   ASSERT_EQ(RunCommand(std::string(TRACEFUSE_GEN) + " --eager --seed 1 --layers 2 --steps 2 -o " +
-                       a + " --pair-output " + b)
+                       a + " --pair-output " + b + " --expect " + expect)
                 .exit_code,
             0);
+  // As many differences as the generator planted (ops.fusion_planted checks them one by one).
+  const size_t planted =
+      nlohmann::json::parse(testing::ReadFile(expect))["fusion_differences"].size();
+  ASSERT_GT(planted, 0u);
   const std::string compare = std::string(TRACEFUSE_BINARY) + " compare " + a + " " + b;
   RunResult plain = RunCommand(compare);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
@@ -773,7 +801,8 @@ TEST_F(CompareCli, ByOpFindsOnEagerTracesWhatGroupsCannot) {
   RunResult by_op = RunCommand(compare + " --by-op");
   ASSERT_EQ(by_op.exit_code, 0) << by_op.err;
   EXPECT_EQ(by_op.out.find("No correlation group matched"), std::string::npos) << by_op.out;
-  EXPECT_NE(by_op.out.find("Fusion differences by operator (6 in all: "), std::string::npos)
+  EXPECT_NE(by_op.out.find(absl::StrCat("Fusion differences by operator (", planted, " in all: ")),
+            std::string::npos)
       << by_op.out;
 
   RunResult ops_json =
@@ -785,12 +814,13 @@ TEST_F(CompareCli, ByOpFindsOnEagerTracesWhatGroupsCannot) {
   const nlohmann::json j = nlohmann::json::parse(compare_json.out);
   EXPECT_EQ(j["tracefuse"]["fusion_differences"], differences);
   EXPECT_FALSE(j.contains("fusion_differences"));  // the reference's keys unchanged
-  ASSERT_EQ(differences.size(), 6u);
+  ASSERT_EQ(differences.size(), planted);
 
   constexpr char kHeader[] =
-      "kind,scope,op,fused_by,instances,trace1_ops,trace1_kernels,trace1_categories,"
+      "kind,relation,scope,op,fused_by,instances,trace1_ops,trace1_kernels,trace1_categories,"
       "trace1_time_us,trace2_ops,trace2_kernels,trace2_categories,trace2_time_us,"
-      "extra_categories,fused_kernel,saving_us";
+      "extra_categories,extra_kernels,extra_time_us,fused_kernel,fused_kernel_category,"
+      "saving_us";
   for (const std::string& command :
        {compare + " --by-op --format csv --csv-table fusion_differences",
         std::string(TRACEFUSE_BINARY) + " ops " + a + " " + b +
@@ -798,7 +828,8 @@ TEST_F(CompareCli, ByOpFindsOnEagerTracesWhatGroupsCannot) {
     RunResult csv = RunCommand(command);
     ASSERT_EQ(csv.exit_code, 0) << csv.err;
     EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), kHeader) << command;
-    EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 7) << csv.out;
+    EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), static_cast<long>(planted) + 1)
+        << csv.out;
   }
 }
 

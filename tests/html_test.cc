@@ -280,13 +280,17 @@ class OpsHtmlTest : public ::testing::Test {
     d.op = row.op;
     d.fused_by = Side::kTrace2;
     d.instances = 4;
+    d.relation = FusionRelation::kFusion;
     d.sides[Side::kTrace1].example = {
-        {"a1<float>", "A", 1000}, {"b&c", "B", 500}, {"a2", "A", 1000}};
+        {"a1<float>", "A", 1000}, {"b&c", "B", 500, true}, {"a2", "A", 1000}};
     d.sides[Side::kTrace2].example = {{"a_fused<T>", "A", 1800}, {"a2", "A", 900}};
     d.sides[Side::kTrace1].time_ns = 10000;
     d.sides[Side::kTrace2].time_ns = 10000 - 1234;
     d.extra_categories = {{"B", 4}};
+    d.extra_kernels = {{"b&c", "B", 4}};
+    d.extra_time_ns = 2000;
     d.fused_kernel = "a_fused<T>";
+    d.fused_kernel_category = "A";
     d.example_step = 3;
     d.example_index = 2;
     ops_.fusion_differences.push_back(d);
@@ -399,9 +403,30 @@ TEST_F(OpsHtmlTest, ShowsTheFirstTopDifferencesAndCountsTheRest) {
   context_.top = 2;
   const std::string section = SectionOf(OpsHtml(ops_, context_), "fusion-differences");
   EXPECT_NE(section.find("(3 in all:"), std::string::npos);
-  EXPECT_EQ(Count(section, "<tr data-kind=\"op\" data-fused-by=\"2\">"), 2u);
+  EXPECT_EQ(Count(section, "<tr data-kind=\"op\" data-relation=\"fusion\" data-fused-by=\"2\">"),
+            2u);
   EXPECT_EQ(Count(section, "<article class=\"example\""), 2u);
   EXPECT_NE(section.find("... and 1 more (--format json lists every one)"), std::string::npos);
+}
+
+// The relation, the extra kernels by name and their own time are in the table; an algorithm
+// names no side that fuses.
+TEST_F(OpsHtmlTest, SaysTheRelationAndNamesTheExtraKernels) {
+  std::string section = SectionOf(OpsHtml(ops_, context_), "fusion-differences");
+  EXPECT_NE(section.find("<td class=\"relation\">fusion</td>"), std::string::npos) << section;
+  EXPECT_NE(section.find("<td class=\"extra\"><code>b&amp;c</code> x4 (B)</td>"
+                         "<td class=\"extra-time n\">2.0</td>"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(section.find("H100 &quot;SXM&quot; fuses (fusion); example"), std::string::npos)
+      << section;
+  ops_.fusion_differences[0].relation = FusionRelation::kAlgorithm;
+  ops_.fusion_differences[0].fused_kernel.clear();
+  section = SectionOf(OpsHtml(ops_, context_), "fusion-differences");
+  EXPECT_NE(section.find("data-relation=\"algorithm\" data-fused-by=\"0\""), std::string::npos)
+      << section;
+  EXPECT_NE(section.find("<td class=\"fused-by\">-</td>"), std::string::npos) << section;
+  EXPECT_EQ(section.find("fuses"), std::string::npos) << section;
 }
 
 TEST_F(OpsHtmlTest, IsOneOfTheFormatsOfWriteOpsReport) {

@@ -67,6 +67,8 @@ TEST(Pipeline, PlatformOfEveryRealTrace) {
       {"tl_mi300_falconsai_nsfw.json.gz", Platform::kAmd},
       {"tl_mi300_timesformer.json.gz", Platform::kAmd},
       {"tl_sglang_qwen3_8b_decode.json.gz", Platform::kAmd},
+      {"tl_sp_qwen3_30b_a3b_b300_decode.json.gz", Platform::kNvidia},
+      {"tl_sp_qwen3_30b_a3b_mi300x_decode.json.gz", Platform::kAmd},
       {"tl_torch_compile_triton.json.gz", Platform::kAmd},
   };
   auto files = testing::FilesIn(testing::SharedDir() + "/traces/real", ".json.gz");
@@ -94,6 +96,19 @@ TEST(Pipeline, RocprofFileIsRejectedAsNotKineto) {
   EXPECT_EQ(
       p.status().message(),
       path + ": not a Kineto trace: no traceEvents array (top-level keys: rocprofiler-sdk-tool)");
+}
+
+// ../shared's other non-Kineto file, an Nsight Systems report exported as SQLite, which tracefuse
+// does not read: rejected at its first byte (the tests that list every real trace take only
+// *.json.gz, so it is in none of them).
+TEST(Pipeline, NsysSqliteFileIsRejectedAsNotJson) {
+  TRACEFUSE_REQUIRE_SHARED();
+  std::string path = testing::SharedDir() + "/traces/real/pipit_saxpy_nsys.sqlite";
+  auto p = Profile(path);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.status().message(),
+            path + ": not a JSON trace: expected '{' or '[' at byte 0, found 'S'");
 }
 
 std::string Generate(const testing::TempDir& dir, const std::string& name,

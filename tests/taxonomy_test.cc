@@ -40,11 +40,17 @@ const std::set<std::string> kDesignHalf = {"tl_h100_bert_small",       "tl_mi300
                                            "tl_h100_timesformer",      "tl_mi300_timesformer",
                                            "hta_mi250_minitoy_rocm62", "hta_nccl_data",
                                            "tl_sglang_qwen3_8b_decode"};
-const std::set<std::string> kCheckHalf = {
-    "tl_h100_falconsai_nsfw", "tl_mi300_falconsai_nsfw",
-    "hta_trace_diff_control", "kineto_tbp_resnet50_nw0.pt.trace",
-    "tl_mi300_ddp_resnet18",  "tl_torch_compile_triton",
-    "tl_b200_eager"};
+// Traces added later join the check half: they are measured with the rules as they are before
+// their misses are looked at (the Qwen3-30B-A3B decode pair: 0.00 % Other on both).
+const std::set<std::string> kCheckHalf = {"tl_h100_falconsai_nsfw",
+                                          "tl_mi300_falconsai_nsfw",
+                                          "hta_trace_diff_control",
+                                          "kineto_tbp_resnet50_nw0.pt.trace",
+                                          "tl_mi300_ddp_resnet18",
+                                          "tl_torch_compile_triton",
+                                          "tl_b200_eager",
+                                          "tl_sp_qwen3_30b_a3b_mi300x_decode",
+                                          "tl_sp_qwen3_30b_a3b_b300_decode"};
 
 std::string Half(const std::string& path) {
   std::string stem = std::filesystem::path(path).filename().string();
@@ -58,7 +64,7 @@ std::string Half(const std::string& path) {
 TEST(Taxonomy, OtherHoldsUnderTwoPercentOfKernelTimeOnEveryTrace) {
   TRACEFUSE_REQUIRE_SHARED();
   std::vector<std::string> traces = AllTraces();
-  ASSERT_GE(traces.size(), 26u);
+  ASSERT_GE(traces.size(), 28u);
   auto profiles = ProfileTraces(traces, Load("tracefuse"), {});
   ASSERT_TRUE(profiles.ok()) << profiles.status();
   std::map<std::string, size_t> per_half;
@@ -160,9 +166,6 @@ const std::map<std::string, std::string> kHarvestedExceptions = {
     {"grouped_gemm_triton_kernel", "as fbgemm.gen_ai.moe_grouped_gemm"},
     {"sglang.triton_req_to_token", "the KV cache's page-table writes: KV_Cache"},
     {"sglang.triton_kv_indices", "as sglang.triton_req_to_token"},
-    {"tensorrt_llm.qkv_preprocessing",
-     "applyBiasRopeUpdateKVCache writes the KV cache (with "
-     "RoPE applied on the way): KV_Cache"},
 };
 
 // An exception names a family, or a part of the names it covers.
@@ -278,17 +281,27 @@ TEST(Taxonomy, GemmAndConvolutionKernelsAreNeverActivationsOrElementwise) {
 }
 
 // compare pairs categories across platforms, so one operation must land in one category on both:
-// on each same-model pair, a category found on one side only is a real difference (listed here
-// with its reason), never two names for one operation.
+// on each same-model pair (AMD first), a category found on one side only is a real difference
+// (listed here with its reason), never two names for one operation. The Qwen3-30B-A3B decode
+// pair runs aiter's and SGLang's fused RoPE + KV-cache store kernels: RoPE on both.
 TEST(Taxonomy, SameModelPairsShareTheirCategories) {
   TRACEFUSE_REQUIRE_SHARED();
   const std::string real = testing::SharedDir() + "/traces/real/";
-  const std::map<std::string, std::set<std::string>> expected_one_sided = {
-      {"bert_small", {}}, {"falconsai_nsfw", {}}, {"timesformer", {}}};
-  for (const auto& [model, expected] : expected_one_sided) {
-    auto profiles = ProfileTraces(
-        {real + "tl_mi300_" + model + ".json.gz", real + "tl_h100_" + model + ".json.gz"},
-        Load("tracefuse"), {});
+  struct Pair {
+    std::string model, amd, nvidia;
+    std::set<std::string> expected_one_sided;
+  };
+  const std::vector<Pair> pairs = {
+      {"bert_small", "tl_mi300_bert_small", "tl_h100_bert_small", {}},
+      {"falconsai_nsfw", "tl_mi300_falconsai_nsfw", "tl_h100_falconsai_nsfw", {}},
+      {"timesformer", "tl_mi300_timesformer", "tl_h100_timesformer", {}},
+      {"qwen3_30b_a3b_decode",
+       "tl_sp_qwen3_30b_a3b_mi300x_decode",
+       "tl_sp_qwen3_30b_a3b_b300_decode",
+       {}}};
+  for (const auto& [model, amd, nvidia, expected] : pairs) {
+    auto profiles =
+        ProfileTraces({real + amd + ".json.gz", real + nvidia + ".json.gz"}, Load("tracefuse"), {});
     ASSERT_TRUE(profiles.ok()) << profiles.status();
     std::set<std::string> sides[2];
     for (int i = 0; i < 2; ++i) {
@@ -314,6 +327,18 @@ const std::map<std::string, std::pair<std::string, std::string>> kDisagreements 
       "'MergeTransform', which the reference's substring test takes for a sort"}},
     {"topkGatingSoftmax",
      {"MoE_Routing", "MoE top-k gating: the softmax is fused into expert routing"}},
+    {"topksoftmax",
+     {"MoE_Routing", "aiter's MoE top-k gating (topksoftmax_*): as topkGatingSoftmax"}},
+    {"moe::dev::routing::",
+     {"MoE_Routing",
+      "TensorRT-LLM's MoE routing kernels, whose template arguments name their softmax "
+      "post-processing (SoftmaxPostprocess)"}},
+    {"rope_reshape_and_cache",
+     {"RoPE",
+      "RoPE fused with the KV-cache write (aiter's _fused_qk_rope_reshape_and_cache): one "
+      "operation, RoPE on both platforms, as SGLang's fused_rope_store_kernel"}},
+    {"MoeSortingKernel",
+     {"MoE_Routing", "ck_tile's MoE sorting orders tokens by expert: expert routing, not a sort"}},
 };
 
 TEST(Taxonomy, AgreesWithTheReferenceOnItsSpecificTypes) {
@@ -440,7 +465,22 @@ TEST(Taxonomy, DocumentedExamples) {
       {"_fwd_kernel_reduce_segments", "Reduce"},
       {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(...)",
        "Elementwise"},
-      {"SubTensorOpWithScalar1d", "MemCopy"},  // MIOpen SetTensor: a fill
+      {"SubTensorOpWithScalar1d", "Elementwise"},  // MIOpen SetTensor: a fill, as ATen's
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+       "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+       "Elementwise"},
+      // RoPE fused with the KV-cache store: RoPE on both platforms; plain reshape_and_cache
+      // (above) is KV_Cache.
+      {"_fused_qk_rope_reshape_and_cache_kernel", "RoPE"},
+      {"void (anonymous namespace)::fused_rope_store_kernel<true, 128l, true, __nv_bfloat16, long, "
+       "16u>((anonymous namespace)::FusedRopeStoreParams)",
+       "RoPE"},
+      {"triton_poi_fused_add_all_reduce_embedding_0", "Elementwise"},  // Inductor, not a collective
+      {"triton__0d1d2d3d4d5d", "Elementwise"},  // Inductor's first, positional names
+      {"void foo::ep::internode::dispatch<false, 2, false, 16384, 7, 2>(...)",
+       "Communication"},          // a DeepEP fork under its own namespace
+      {"sage_fwd", "Attention"},  // SageAttention, aiter's Triton port
+      {"void fbgemm_gpu::_block_bucketize_sparse_features_cuda_kernel1<long, long>(...)", "Index"},
       // Names from public profiles that no rule was written for at first (issue 11's review).
       {"void (anonymous namespace)::fast_hadamard_transform_kernel<...>(HadamardParamsBase)",
        "Quantization"},  // not Optimizer: "adam" is inside "hadamard"

@@ -25,24 +25,40 @@
 // runs a model of --layers decoder layers under nn.Module frames (Model/DecoderLayer/Attention,
 // .../RMSNorm, .../MLP), cpu_ops nesting others (aten::linear -> aten::addmm), one launch per
 // kernel (hipLaunchKernel or cudaLaunchKernel), sampling ops, a copy to the host, and a graph
-// replay that no cpu_op encloses. --plant picks the kinds planted (default op,module,graph):
+// replay that no cpu_op encloses: --replay llama (the default), a dense model's --layers layers in
+// one launch, or --replay moe, a Qwen3-MoE decode's --layers layers (after one layer of SGLang's
+// on MI300X and on B300) in three launches. --plant picks the kinds planted (default
+// op,module,graph); what each must be reported as follows the spec (op_compare.h, FusionRelation;
+// data/kernel-roles.yaml for the kernels' roles):
 //   - op: aten::scaled_dot_product_attention runs a fill and the attention on one side, the
-//     attention alone on the other, in every layer; one aten::linear per step (in one layer)
-//     runs its bias add as a kernel of its own on one side, which fuses it into the GEMM.
+//     attention alone on the other, in every layer: a split (a fill is a helper of the kernel
+//     that follows it); one aten::linear per step (in one layer) runs its bias add as a kernel of
+//     its own on one side: a fusion, the GEMM absorbing the add.
 //   - module: an RMSNorm as six ATen ops (pow, mean, add, rsqrt, mul, mul) against _C::rms_norm,
-//     and aten::silu + aten::mul against _C::silu_and_mul, in every layer.
-//   - graph: the replay runs an add after one GEMM, and a reduce and a copy after one attention,
-//     on one side each.
+//     and aten::silu + aten::mul against _C::silu_and_mul, in every layer: fusions.
+//   - graph (the llama replay): an add after one GEMM on one side, a fusion that the GEMM covers;
+//     after one attention, SGLang's split-KV stage 2 and a copy on one side: a split (the stage 2
+//     is a helper of the attention) and a fusion (the attention, the nearest kernel that can,
+//     absorbs the copy) over the attention's operation and the copy.
+//   - replay (the MoE replay, which it chooses), in every layer: o_proj as a split-K GEMM and its
+//     reduction against one GEMM (split), split-KV attention and its combine against one-pass
+//     attention (split), copy + norm + copy + norm against one q/k-norm kernel (fusion), residual
+//     add + RMSNorm against a fused add + RMSNorm (fusion, which the fused norm covers: its name
+//     states the add), im2col + GEMM against layout transform + convolution + transform
+//     (algorithm: fused_by null).
 //   - none: only the controls, which are there in every run and which nothing may report:
 //     kernel names and durations that differ, a RoPE op named differently on each side (one
 //     kernel each), a CPU-only op on the AMD side only, aten::to launching a copy on AMD and
-//     nothing on NVIDIA.
+//     nothing on NVIDIA; and in the MoE replay, its three launches a step, cut at different
+//     kernels on the two sides (between a main kernel and its helper, where a side has one), and
+//     two adjacent kernels (the MoE sort and the quantization) swapped in one layer on one side.
 // The seed draws the durations and flips which side fuses each plant; the plants alternate
 // between the sides. --steps defaults to 4 (--size, when given, is trace 1's size). The
 // expectation is {"fusion_differences": [...]} in the report's schema, except that times are
-// integer nanoseconds ("time_ns", "saving_ns", an example kernel's "time_ns") so that a test can
-// compare them exactly, and that the example gives both traces' unit positions,
+// integer nanoseconds ("time_ns", "extra_time_ns", "saving_ns", an example kernel's "time_ns") so
+// that a test can compare them exactly, and that the example gives both traces' unit positions,
 // "indices": {"trace1": I, "trace2": J}, for the pair in either order.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -91,6 +107,7 @@ struct Options {
   std::string pair_output;  // --eager: trace 2
   std::string expect;       // --eager: the expected fusion differences
   std::string plant = "op,module,graph";
+  std::string replay = "llama";  // --eager: the graph replay's model, llama or moe
 };
 
 // splitmix64: small, fast and deterministic.
@@ -822,8 +839,35 @@ enum Role : uint8_t {
   kGraphKvCache,
   kGraphAttention,
   kGraphNorm1,
-  kReduceSegments,
+  kSplitKvStage2,
   kTritonCopy,
+  // The MoE decode replay (--replay moe), after one layer of SGLang's Qwen3-MoE decode on MI300X
+  // and on B300.
+  kMoeNorm,  // fused residual add + RMSNorm
+  kMoeQkvGemm,
+  kQkCopy,  // unfused q/k norm: copy, norm, copy, norm
+  kQkNorm,
+  kQkNormFused,       // one kernel for the q and k norms
+  kMoeRope,           // RoPE and the KV-cache store
+  kSplitKvAttention,  // split-KV decode attention and its combine
+  kSplitKvCombine,
+  kDecodeAttention,  // one-pass decode attention
+  kSplitKGemm,       // o_proj as a split-K GEMM and its reduction
+  kSplitKReduce,
+  kOprojGemm,  // o_proj in one GEMM
+  kPlainNorm,  // an RMSNorm without the residual add
+  kRouterGemm,
+  kMoeTopk,
+  kMoeSort,
+  kMoeQuant,
+  kMoeGemmUp,
+  kMoeGemmDown,
+  kIm2col,  // a convolution as im2col + GEMM ...
+  kConvGemm,
+  kToNhwc,  // ... or as layout transform + convolution + transform back
+  kConv,
+  kToNchw,
+  kLmHead,
   kRoleCount,
 };
 
@@ -836,6 +880,26 @@ struct RoleKernel {
   int64_t amd_ns;
   int64_t nvidia_ns;
 };
+
+// hipBLASLt's names, as the MI300X trace has them (tile, global split-U).
+#define TF_TENSILE(tile, gsu)                                                                    \
+  "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_" tile                                           \
+  "_MI16x16x1_SN_LDSB1_AFC1_AFEM1_AFEM1_"                                                        \
+  "ASEM1_CLR1_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA8_GRVWB8_" gsu                 \
+  "_GSUAMBSK_"                                                                                   \
+  "GLS0_ISA942_IU1_K1_LDSTI0_LBSPPA128_LBSPPB256_LBSPPM0_LPA16_LPB16_LPM0_LRVW8_LWPMn1_MIAV0_"   \
+  "MIWT1_1_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR2_PLR1_PKA1_SIA3_SS1_SPO0_" \
+  "SRVW0_SSO0_SVW8_SK0_SKXCCM0_TLDS1_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_"      \
+  "WSGRB0_WS64_WG16_16_1_WGM1_WGMXCC1_WGMXCCGn1"
+// Composable Kernel's MoE GEMM (blocks: block size, M, N, K per tile).
+#define TF_CK_MOE(blocks)                                                                        \
+  "void ck::kernel_moe_gemm<ck::GridwiseMoeGemm<ck::tensor_layout::gemm::RowMajor, "             \
+  "ck::tensor_layout::gemm::ColumnMajor, ck::Tuple<>, ck::tensor_layout::gemm::RowMajor, "       \
+  "ck::bhalf_t, ck::bhalf_t, ck::Tuple<>, ck::bhalf_t, float, float, " blocks                    \
+  ", 8, 8, 16, 16, 1, 2, true, 2, 1, true>, true, 2, 1>(ck::GridwiseMoeGemm<ck::tensor_layout::" \
+  "gemm::RowMajor, ck::tensor_layout::gemm::ColumnMajor, ck::Tuple<>, ck::tensor_layout::gemm::" \
+  "RowMajor, ck::bhalf_t, ck::bhalf_t, ck::Tuple<>, ck::bhalf_t, float, float, " blocks          \
+  ", 8, 8, 16, 16, 1, 2, true, 2, 1, true>::Argument)"
 
 #define TF_ELEMENTWISE(functor, arity)                                                      \
   "void at::native::vectorized_elementwise_kernel<4, " functor ", std::array<char*, " arity \
@@ -854,7 +918,8 @@ const RoleKernel kRoles[kRoleCount] = {
      "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, "
      "c10::BFloat16*, c10::BFloat16 const*, int, long, long, int, int, int)",
      "RoPE", 2400, 2100},
-    {TF_ELEMENTWISE("at::native::FillFunctor<c10::BFloat16>", "1"), nullptr, "MemCopy", 1500, 1300},
+    {TF_ELEMENTWISE("at::native::FillFunctor<c10::BFloat16>", "1"), nullptr, "Elementwise", 1500,
+     1300},
     {"attn_fwd",
      "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, "
      "cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 64, 4, cutlass::bfloat16_t> >, false, "
@@ -917,9 +982,131 @@ const RoleKernel kRoles[kRoleCount] = {
     {kAmdLayer[2].name, kNvidiaLayer[2].name, "KV_Cache", 3000, 2600},
     {kAmdLayer[3].name, kNvidiaLayer[3].name, "Attention", 38000, 30000},
     {kAmdLayer[7].name, nullptr, "RMSNorm", 4400, 4000},
-    {kAmdLayer[4].name, nullptr, "Reduce", 2000, 1800},
+    {"_fwd_kernel_stage2", nullptr, "Attention", 2000, 1800},
     {"triton_poi_fused__to_copy_1", nullptr, "Elementwise", 1200, 1100},
+    // The MoE decode replay. Names from the two real traces where they have one (MI300X: aiter,
+    // hipBLASLt, CK; B300: flashinfer, nvjet, cuBLASLt, TensorRT-LLM's MoE), else from the same
+    // libraries (vLLM, FlashAttention 2, MIOpen, cuDNN, ATen).
+    {"_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi8ELb1ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_"
+     "diiiiiiib",
+     "kernel_cutlass_kernel_flashinfernormkernelsfused_add_rmsnormFusedAddRMSNormKernel_object_at__"
+     "tensorptrbf16gmemalign128o204820481_tensorptrbf16gmemalign128o204820481_tensorptrbf16gmemalig"
+     "n_0",
+     "RMSNorm", 4600, 3400},
+    {TF_TENSILE("MT64x16x256", "GSU1"), "nvjet_sm103_tst_64x16_64x16_4x1_v_bz_TNT", "GEMM", 14000,
+     6400},
+    {"void at::native::elementwise_kernel_manual_unroll<128, 8, at::native::gpu_kernel_impl_nocast<"
+     "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() "
+     "const::{lambda()#1}::operator()() const::{lambda(c10::BFloat16)#1}>(at::TensorIteratorBase&, "
+     "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() "
+     "const::{lambda()#1}::operator()() const::{lambda(c10::BFloat16)#1} const&)::{lambda(int)#1}>("
+     "at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambd"
+     "a()#3}::operator()() const::{lambda()#1}::operator()() const::{lambda(c10::BFloat16)#1} "
+     "const&)",
+     kEager[2].name, "MemCopy", 4600, 1600},
+    {"_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_d"
+     "iiiiiiib",
+     "kernel_cutlass_kernel_flashinfernormkernelsrmsnormRMSNormKernel_object_at__tensorptrbf16gmema"
+     "lign128o204820481_tensorptrbf16gmemalign16o20481_tensorptrbf16gmemalign128o204820481___True_4"
+     "__0",
+     "RMSNorm", 4300, 2800},
+    {"void (anonymous namespace)::fused_qknorm_warp<128l, true, __hip_bfloat16>((anonymous "
+     "namespace)::QKNormParams)",
+     "void (anonymous namespace)::fused_qknorm_warp<128l, true, __nv_bfloat16>((anonymous "
+     "namespace)::QKNormParams)",
+     "RMSNorm", 5200, 2900},
+    {"_fused_qk_rope_reshape_and_cache_kernel",
+     "void (anonymous namespace)::fused_rope_store_kernel<true, 128l, true, __nv_bfloat16, long, "
+     "16u>((anonymous namespace)::FusedRopeStoreParams)",
+     "RoPE", 4800, 2300},
+    {"void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, __hip_bfloat16, "
+     "(vllm::Fp8KVCacheDataType)0, 1, 128, 256, false, 8, 1, ck_tile::ComposedAttention<0u, false> "
+     ">(__hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16 const*, int, float, int "
+     "const*, int const*, int const*, int, float const*, int, int, int, float*, float*, "
+     "__hip_bfloat16*, __hip_bfloat16*, int, float const*, float const*, float const*)",
+     "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, "
+     "cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, true, "
+     "false, false, false, false, true, false, false>(flash::Flash_fwd_params)",
+     "Attention", 20200, 9000},
+    {"void paged_attention_ll4mi_reduce_kernel<__hip_bfloat16, __hip_bfloat16, 128, 128, 256, 3, "
+     "false>(__hip_bfloat16*, float const*, float const*, __hip_bfloat16 const*, int const*, int "
+     "const*, int, int, float const*)",
+     "void flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, "
+     "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, 4, "
+     "4, true>(flash::Flash_fwd_params)",
+     "Attention", 4500, 2600},
+    {"kernel_unified_attention_2d",
+     "fmhaSm100fKernel_QkvBfloat16OBfloat16H128PagedKvCausalP64MultiCtasKvCgaVarSeqQ8Kv128StaticSwa"
+     "psAbForGen",
+     "Attention", 23000, 10000},
+    {TF_TENSILE("MT32x16x256", "GSU4"), "nvjet_sm103_tst_32x64_64x16_4x1_v_bz_splitK_TNN", "GEMM",
+     9800, 7400},
+    {"Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_PostGSU4_VW1",
+     "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, "
+     "false, float, __nv_bfloat16, __nv_bfloat16, true, false, false, false>(cublasLt::cublasSplitK"
+     "Params<float>, float const*, __nv_bfloat16 const*, __nv_bfloat16*, float const*, float "
+     "const*, __nv_bfloat16 const*, float const*, __nv_bfloat16*, void*, long, float*, int*, float "
+     "const*, float const*, float const*, float const*, float const*)",
+     "GEMM", 2900, 3300},
+    {TF_TENSILE("MT32x16x256", "GSU1"), "nvjet_sm103_tst_128x16_64x8_2x1_v_bz_TNT", "GEMM", 11600,
+     8600},
+    {"_ZN5aiter20rmsnorm_quant_kernelIDF16bDF16bLi256ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diii"
+     "iiiib",
+     "kernel_cutlass_kernel_flashinfernormkernelsrmsnormRMSNormKernel_object_at__tensorptrbf16gmema"
+     "lign128o204820481_tensorptrbf16gmemalign16o20481_tensorptrbf16gmemalign128o204820481___True_4"
+     "__0",
+     "RMSNorm", 4000, 2800},
+    {TF_TENSILE("MT16x16x512", "GSU1"), "nvjet_sm103_tst_384x16_64x4_4x1_v_bz_TNT", "GEMM", 8500,
+     5000},
+    {"aiter::topksoftmax_4x128x8_bf16",
+     "void vllm::moe::topkGatingSoftmax<8, 128, 4, 16, int, 8>(float const*, bool const*, float*, "
+     "int, int*, int*, int, int, int)",
+     "MoE_Routing", 4400, 3600},
+    {"void ck_tile::kentry<2, ck_tile::MoeSortingKernel<ck_tile::MoeSortingProblemEx<int, float, "
+     "2, true, false, false, true, 0> >, ck_tile::MoeSortingKernel<ck_tile::MoeSortingProblemEx<int"
+     ", float, 2, true, false, false, true, 0> >::Kargs>(ck_tile::MoeSortingKernel<ck_tile::MoeSort"
+     "ingProblemEx<int, float, 2, true, false, false, true, 0> >::Kargs)",
+     "void vllm::moe::moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int, int, "
+     "int, int, unsigned long, int*)",
+     "MoE_Routing", 8100, 4200},
+    {"void aiter::dynamic_per_token_scaled_quant_kernel<c10::BFloat16, __hip_fp8_e4m3_fnuz, 256, "
+     "false>(__hip_fp8_e4m3_fnuz*, float*, c10::BFloat16 const*, float const*, int, int)",
+     "void vllm::dynamic_per_token_scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>(c10::"
+     "Float8_e4m3fn*, float*, c10::BFloat16 const*, float const*, int)",
+     "Quantization", 3100, 2400},
+    {TF_CK_MOE("256, 16, 128, 128"),
+     "bmm_Bfloat16_Bfloat16Bfloat16_Fp32_t128x8x128u2_s6_et128x8_m128x8x16_c1x1x1_16dp256b_rM_BN_tr"
+     "ansOut_schPd2x1x2x3_bN_ldgsts_ldgstsSf_rgTma_clmp_swiGlu_dynB_sm100f",
+     "MoE_GEMM", 128000, 62000},
+    {TF_CK_MOE("256, 16, 64, 256"),
+     "bmm_Bfloat16_Bfloat16Bfloat16_Fp32_t128x8x128u2_s5_et128x8_m128x8x16_c1x1x1_16dp256b_rM_BN_tr"
+     "ansOut_schPd2x1x2x3_bN_rgTma_clmp_dynB_sm100f",
+     "MoE_GEMM", 65000, 32000},
+    {"void at::native::im2col_kernel<c10::BFloat16>(long, c10::BFloat16 const*, long, long, long, "
+     "long, long, long, long, long, long, long, long, long, c10::BFloat16*)",
+     nullptr, "Conv", 3800, 2700},
+    {TF_TENSILE("MT128x16x128", "GSU1"), "nvjet_sm103_tst_128x16_64x8_2x1_v_bz_NNT", "GEMM", 12500,
+     7900},
+    {"batched_transpose_32x16_half",
+     "void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, "
+     "false, true, (cudnnKernelDataType_t)2>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>,"
+     " __nv_bfloat16 const*, __nv_bfloat16*)",
+     "MemCopy", 2600, 2100},
+    {"igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt64x128x32_wt32x32x8_ws1x2_wr1x2_ta1x8x2x1_1x4x1x64_tb1x8x"
+     "4x1_1x4x1x64",
+     "sm100_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgrou"
+     "psize1x1x1_execute_segment_k_off_kernel__5x_cudnn",
+     "Conv", 14500, 8800},
+    {"batched_transpose_16x32_half",
+     "void cudnn::engines_precompiled::nhwcToNchwKernel<__nv_bfloat16, __nv_bfloat16, float, true, "
+     "false, (cudnnKernelDataType_t)2>(cudnn::engines_precompiled::nhwc2nchw_params_t<float>, "
+     "__nv_bfloat16 const*, __nv_bfloat16*)",
+     "MemCopy", 2500, 2000},
+    {TF_TENSILE("MT256x16x64", "GSU1"), "nvjet_sm103_tst_256x16_64x6_2x1_v_bz_TNT", "GEMM", 52000,
+     31000},
 };
+#undef TF_CK_MOE
+#undef TF_TENSILE
 #undef TF_ELEMENTWISE
 
 // The ATen ops of an RMSNorm that no kernel fuses, one kernel each.
@@ -990,13 +1177,18 @@ class EagerTrace {
     gpu_ = std::max(gpu_, cpu_ + 2000);
     return Kernel(role, corr);
   }
-  // GraphLaunch() replays `roles` under one launch and one correlation id.
-  std::vector<Launched> GraphLaunch(const std::vector<Role>& roles) {
-    const uint64_t corr = next_corr_++;
-    Runtime(amd() ? "hipGraphLaunch" : "cudaGraphLaunch", corr);
-    gpu_ = std::max(gpu_, cpu_ + 5000);
+  // GraphLaunch() replays `roles` under one launch and one correlation id; with `cuts`
+  // (ascending positions in `roles`), as one launch per piece, each piece starting at a cut.
+  std::vector<Launched> GraphLaunch(const std::vector<Role>& roles,
+                                    const std::vector<size_t>& cuts = {}) {
     std::vector<Launched> out;
-    for (Role r : roles) out.push_back(Kernel(r, corr));
+    for (size_t piece = 0, at = 0; piece <= cuts.size(); ++piece) {
+      const size_t end = piece < cuts.size() ? cuts[piece] : roles.size();
+      const uint64_t corr = next_corr_++;
+      Runtime(amd() ? "hipGraphLaunch" : "cudaGraphLaunch", corr);
+      gpu_ = std::max(gpu_, cpu_ + 5000);
+      for (; at < end; ++at) out.push_back(Kernel(roles[at], corr));
+    }
     return out;
   }
   // MemcpyDtoH() is a device-to-host copy: a runtime call and a gpu_memcpy, not a kernel.
@@ -1126,19 +1318,63 @@ enum Plant : uint8_t {
   kPlantBias,       // op: one aten::linear per step, GEMM + bias add vs GEMM
   kPlantRmsNorm,    // module: six ATen ops vs _C::rms_norm
   kPlantSilu,       // module: aten::silu + aten::mul vs _C::silu_and_mul
-  kPlantGraphAdd,   // graph: a GEMM and an add vs the GEMM
-  kPlantGraphAttn,  // graph: attention, a reduce and a copy vs the attention
+  kPlantGraphAdd,   // graph: an add and an RMSNorm that names it vs the RMSNorm
+  kPlantGraphAttn,  // graph: attention, its split-KV stage 2 and a copy vs the attention
+  // replay (the MoE replay), in every layer:
+  kPlantSplitK,   // o_proj as a split-K GEMM and its reduction vs one GEMM
+  kPlantSplitKv,  // split-KV attention and its combine vs one-pass attention
+  kPlantQkNorm,   // copy, norm, copy, norm vs one q/k-norm kernel
+  kPlantAddNorm,  // residual add + RMSNorm vs a fused add + RMSNorm
+  kPlantConv,     // im2col + GEMM vs layout transform + convolution + transform (algorithm)
   kPlantCount,
 };
+constexpr Plant kReplayPlants[] = {kPlantSplitK, kPlantSplitKv, kPlantQkNorm, kPlantAddNorm,
+                                   kPlantConv};
 
-enum class DiffKind : uint8_t { kOp, kModule, kGraph };  // FusionDifferenceKind's order
+enum class DiffKind : uint8_t { kOp, kModule, kGraph };         // FusionDifferenceKind's
+enum class Relation : uint8_t { kSplit, kFusion, kAlgorithm };  // FusionRelation's order
+constexpr const char* kRelationNames[] = {"split", "fusion", "algorithm"};
 
 using PerSideOps = std::array<std::vector<std::string>, 2>;
 using PerSideKernels = std::array<std::vector<Launched>, 2>;
 
+// Instance is one instance of a planted difference, as FindFusionDifferences() must find it:
+// each side's kernels over the difference's stretch in start order, the side that runs fewer
+// kernels (the side that fuses; for kAlgorithm, which has none, still the one with fewer), the
+// other side's kernels that it does not run (`extras`, indices into that side's list) and the
+// fused side's kernel that does their work (`fused_index`, -1 for kAlgorithm).
+struct Instance {
+  Instance() = default;
+  Instance(DiffKind kind, Relation relation, std::string_view scope, std::string_view op,
+           PerSideOps ops, PerSideKernels kernels, int fused, std::vector<size_t> extras,
+           int fused_index, std::array<uint32_t, 2> index)
+      : kind(kind),
+        relation(relation),
+        scope(scope),
+        op(op),
+        ops(std::move(ops)),
+        kernels(std::move(kernels)),
+        fused(fused),
+        extras(std::move(extras)),
+        fused_index(fused_index),
+        index(index) {}
+
+  DiffKind kind = DiffKind::kOp;
+  Relation relation = Relation::kFusion;
+  std::string_view scope;
+  std::string_view op;  // empty: null (module)
+  PerSideOps ops;
+  PerSideKernels kernels;
+  int fused = 0;
+  std::vector<size_t> extras;
+  int fused_index = 0;
+  std::array<uint32_t, 2> index{};  // each side's first unit of the instance, in its step
+};
+
 // Difference is one expected entry of `fusion_differences`, summed over its instances.
 struct Difference {
   DiffKind kind = DiffKind::kOp;
+  Relation relation = Relation::kFusion;
   std::string scope;
   std::string op;  // empty: null (module)
   int fused = 0;   // 0: trace 1, 1: trace 2
@@ -1148,57 +1384,58 @@ struct Difference {
   uint64_t kernels[2] = {0, 0};
   std::map<std::string, uint64_t> categories[2];
   int64_t time_ns[2] = {0, 0};
-  std::map<std::string, uint64_t> extra;
-  std::string fused_kernel;
+  int64_t extra_time_ns = 0;
+  std::vector<size_t> extras;  // as in every Instance
+  int fused_index = 0;
   // The example: the first instance, in step order, whose two sides differ most in time.
   int64_t example_delta = -1;
   uint64_t example_step = 0;
+  std::array<uint32_t, 2> example_index{};
   PerSideKernels example;
 
   int64_t saving_ns() const { return time_ns[1 - fused] - time_ns[fused]; }
 };
 
-// Expectations adds up the instances of each planted difference: the same kind, scope, op(s)
-// and kernel categories on both sides make one entry, as FindFusionDifferences() aggregates.
+// Expectations adds up the instances of each planted difference: the same kind, relation,
+// scope, op(s), kernel categories and fused side make one entry, as FindFusionDifferences()
+// aggregates.
 class Expectations {
  public:
-  // Add() is one instance: each side's kernels in start order, the unfused side's kernels that
-  // the fused side does not match (`extras`, indices into its list) and the fused side's kernel
-  // that covers them (`fused_index`). The plants are built so that the alignment is unique.
-  // Instances come in step order, and in order within a step.
-  void Add(uint64_t step, DiffKind kind, std::string_view scope, std::string_view op,
-           const PerSideOps& ops, const PerSideKernels& kernels, int fused,
-           std::initializer_list<size_t> extras, size_t fused_index) {
+  // Add() is one instance. Instances come in step order, and in order within a step.
+  void Add(uint64_t step, const Instance& in) {
     PerSideOps types;
     int64_t time[2] = {0, 0};
     for (int s = 0; s < 2; ++s) {
-      for (const Launched& k : kernels[s]) {
+      for (const Launched& k : in.kernels[s]) {
         types[s].push_back(kRoles[k.role].category);
         time[s] += k.dur_ns;
       }
     }
-    Difference* d = Find(kind, scope, op, ops, types);
+    Difference* d = Find(in, types);
     if (d == nullptr) {
       d = &differences_.emplace_back();
-      d->kind = kind;
-      d->scope = scope;
-      d->op = op;
-      d->fused = fused;
-      d->ops = ops;
+      d->kind = in.kind;
+      d->relation = in.relation;
+      d->scope = in.scope;
+      d->op = in.op;
+      d->fused = in.fused;
+      d->ops = in.ops;
       d->types = types;
-      d->fused_kernel = tracefuse::KernelFamily(kernels[fused][fused_index].name);
+      d->extras = in.extras;
+      d->fused_index = in.fused_index;
     }
     ++d->instances;
     for (int s = 0; s < 2; ++s) {
-      d->kernels[s] += kernels[s].size();
-      for (const Launched& k : kernels[s]) ++d->categories[s][kRoles[k.role].category];
+      d->kernels[s] += in.kernels[s].size();
+      for (const Launched& k : in.kernels[s]) ++d->categories[s][kRoles[k.role].category];
       d->time_ns[s] += time[s];
     }
-    for (size_t i : extras) ++d->extra[kRoles[kernels[1 - fused][i].role].category];
+    for (size_t i : in.extras) d->extra_time_ns += in.kernels[1 - in.fused][i].dur_ns;
     if (std::llabs(time[0] - time[1]) > d->example_delta) {
       d->example_delta = std::llabs(time[0] - time[1]);
       d->example_step = step;
-      d->example = kernels;
+      d->example_index = in.index;
+      d->example = in.kernels;
     }
   }
 
@@ -1207,8 +1444,8 @@ class Expectations {
     // By saving, then by what does not depend on which trace is which.
     auto key = [](const Difference& d) {
       const int unfused = 1 - d.fused;
-      return std::tie(d.kind, d.scope, d.op, d.types[unfused], d.types[d.fused], d.ops[unfused],
-                      d.ops[d.fused]);
+      return std::tie(d.kind, d.relation, d.scope, d.op, d.types[unfused], d.types[d.fused],
+                      d.ops[unfused], d.ops[d.fused]);
     };
     std::stable_sort(differences_.begin(), differences_.end(),
                      [&](const Difference& a, const Difference& b) {
@@ -1219,11 +1456,13 @@ class Expectations {
     const char* kinds[] = {"op", "module", "graph"};
     for (size_t i = 0; i < differences_.size(); ++i) {
       const Difference& d = differences_[i];
+      const bool algorithm = d.relation == Relation::kAlgorithm;
       out += fmt::format(
-          "{}\n  {{\"kind\": \"{}\", \"scope\": {}, \"op\": {}, \"fused_by\": \"trace{}\", "
-          "\"instances\": {},",
+          "{}\n  {{\"kind\": \"{}\", \"scope\": {}, \"op\": {}, \"relation\": \"{}\", "
+          "\"fused_by\": {}, \"instances\": {},",
           i ? "," : "", kinds[static_cast<int>(d.kind)], Quote(d.scope),
-          d.op.empty() ? "null" : Quote(d.op), d.fused + 1, d.instances);
+          d.op.empty() ? "null" : Quote(d.op), kRelationNames[static_cast<int>(d.relation)],
+          algorithm ? "null" : fmt::format("\"trace{}\"", d.fused + 1), d.instances);
       for (int s = 0; s < 2; ++s) {
         out += fmt::format(
             "\n   \"trace{}\": {{\"ops\": {}, \"kernels\": {}, \"categories\": {}, "
@@ -1231,22 +1470,51 @@ class Expectations {
             s + 1, List(d.ops[s]), d.kernels[s], Counts(d.categories[s]), d.time_ns[s],
             List(d.types[s]));
       }
+      // The extra kernels by category and by family: the example's, times the instances.
+      const std::vector<Launched>& unfused = d.example[1 - d.fused];
+      std::map<std::string, uint64_t> categories;
+      std::map<std::pair<std::string, std::string>, uint64_t> families;
+      for (size_t e : d.extras) {
+        const char* category = kRoles[unfused[e].role].category;
+        categories[category] += d.instances;
+        families[{tracefuse::KernelFamily(unfused[e].name), category}] += d.instances;
+      }
+      std::vector<std::pair<std::pair<std::string, std::string>, uint64_t>> by_count(
+          families.begin(), families.end());
+      std::stable_sort(by_count.begin(), by_count.end(),
+                       [](const auto& a, const auto& b) { return a.second > b.second; });
+      std::string extra_kernels = "[";
+      for (const auto& [family, count] : by_count) {
+        extra_kernels += fmt::format("{}{{\"name\": {}, \"category\": {}, \"count\": {}}}",
+                                     extra_kernels.size() > 1 ? ", " : "", Quote(family.first),
+                                     Quote(family.second), count);
+      }
+      extra_kernels += "]";
+      std::string fused_kernel = "null", fused_category = "null";
+      if (d.fused_index >= 0) {
+        const Launched& k = d.example[d.fused][static_cast<size_t>(d.fused_index)];
+        fused_kernel = Quote(tracefuse::KernelFamily(k.name));
+        fused_category = Quote(kRoles[k.role].category);
+      }
       out += fmt::format(
-          "\n   \"extra_categories\": {}, \"fused_kernel\": {}, \"saving_ns\": {},"
+          "\n   \"extra_categories\": {}, \"extra_kernels\": {}, \"extra_time_ns\": {}, "
+          "\"fused_kernel\": {}, \"fused_kernel_category\": {}, \"saving_ns\": {},"
           "\n   \"example\": {{\"step\": {}, \"indices\": {{\"trace1\": {}, \"trace2\": {}}}, "
           "\"trace1\": {}, \"trace2\": {}}}}}",
-          Counts(d.extra), Quote(d.fused_kernel), d.saving_ns(), d.example_step,
-          d.example[0][0].unit, d.example[1][0].unit, Kernels(d.example[0]), Kernels(d.example[1]));
+          Counts(categories), extra_kernels, d.extra_time_ns, fused_kernel, fused_category,
+          d.saving_ns(), d.example_step, d.example_index[0], d.example_index[1],
+          Kernels(d.example[0], d.fused == 1 ? d.extras : std::vector<size_t>()),
+          Kernels(d.example[1], d.fused == 0 ? d.extras : std::vector<size_t>()));
     }
     out += differences_.empty() ? "]}\n" : "\n]}\n";
     return out;
   }
 
  private:
-  Difference* Find(DiffKind kind, std::string_view scope, std::string_view op,
-                   const PerSideOps& ops, const PerSideOps& types) {
+  Difference* Find(const Instance& in, const PerSideOps& types) {
     for (Difference& d : differences_) {
-      if (d.kind == kind && d.scope == scope && d.op == op && d.ops == ops && d.types == types) {
+      if (d.kind == in.kind && d.relation == in.relation && d.scope == in.scope && d.op == in.op &&
+          d.ops == in.ops && d.types == types && d.fused == in.fused) {
         return &d;
       }
     }
@@ -1272,12 +1540,16 @@ class Expectations {
     }
     return out + "}";
   }
-  static std::string Kernels(const std::vector<Launched>& kernels) {
+  // Kernels() is an example's kernels, `extras` (indices) flagged.
+  static std::string Kernels(const std::vector<Launched>& kernels,
+                             const std::vector<size_t>& extras) {
     std::string out = "[";
-    for (const Launched& k : kernels) {
-      out += fmt::format("{}{{\"name\": {}, \"type\": \"{}\", \"time_ns\": {}}}",
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const Launched& k = kernels[i];
+      const bool extra = std::find(extras.begin(), extras.end(), i) != extras.end();
+      out += fmt::format("{}{{\"name\": {}, \"type\": \"{}\", \"time_ns\": {}, \"extra\": {}}}",
                          out.size() > 1 ? ", " : "", Quote(tracefuse::KernelFamily(k.name)),
-                         kRoles[k.role].category, k.dur_ns);
+                         kRoles[k.role].category, k.dur_ns, extra ? "true" : "false");
     }
     return out + "]";
   }
@@ -1320,15 +1592,20 @@ class EagerPair {
     std::vector<std::vector<Launched>> attention, rms_norm, silu;  // per layer
     std::vector<Launched> bias;                                    // the planted layer's o_proj
     std::vector<Launched> replay;
+    uint32_t replay_unit = 0;              // the replay's first launch, as a unit of the step
     size_t graph_add = 0, graph_attn = 0;  // the planted places' first kernel in the replay
+    // The MoE replay: per layer and replay plant, the planted kernels' positions in `replay`.
+    std::vector<std::array<std::vector<size_t>, std::size(kReplayPlants)>> planted;
   };
 
-  // FusedSide() alternates the plants between the sides, and the seed flips them all.
+  // FusedSide() alternates the plants between the sides, and the seed flips them all. For
+  // kPlantConv, which no side fuses, it is the side that runs im2col + GEMM (fewer kernels).
   int FusedSide(Plant p) const { return static_cast<int>((o_.seed + p) % 2); }
   bool Unfused(int side, Plant p) const { return plants_[p] && side != FusedSide(p); }
   int PlantedLayer(uint64_t offset) const {
     return static_cast<int>((o_.seed + offset) % o_.layers);
   }
+  bool MoeReplay() const { return o_.replay == "moe"; }
 
   void Model(int s, StepKernels* k) {
     EagerTrace& t = sides_[s];
@@ -1361,7 +1638,13 @@ class EagerPair {
     t.Op("aten::linear", "aten::mm", {kGateUpGemm});
     t.End();
     Sampling(s);
-    k->replay = t.GraphLaunch(Replay(s, k));
+    if (MoeReplay()) {
+      const std::vector<Role> roles = Moe(s, k);
+      k->replay = t.GraphLaunch(roles, Cuts(s, roles));
+    } else {
+      k->replay = t.GraphLaunch(Replay(s, k));
+    }
+    k->replay_unit = k->replay.front().unit;
     t.EndStep();
   }
 
@@ -1420,6 +1703,7 @@ class EagerPair {
     t.End();
   }
 
+  // Replay() is the dense replay (--replay llama): kGraphLayer per layer, one launch.
   std::vector<Role> Replay(int s, StepKernels* k) const {
     std::vector<Role> roles;
     for (int l = 0; l < o_.layers; ++l) {
@@ -1432,13 +1716,106 @@ class EagerPair {
         if (r == kGraphAttention && l == PlantedLayer(1)) {
           k->graph_attn = roles.size() - 1;
           if (Unfused(s, kPlantGraphAttn)) {
-            roles.push_back(kReduceSegments);
+            roles.push_back(kSplitKvStage2);
             roles.push_back(kTritonCopy);
           }
         }
       }
     }
     return roles;
+  }
+
+  // SwapSide() and SwapLayer() say where a step's MoE replay runs its MoE sort and the
+  // activations' quantization in the other order (a control).
+  int SwapSide() const { return static_cast<int>((o_.seed + step_) % 2); }
+  int SwapLayer() const { return static_cast<int>((o_.seed * 3 + step_) % o_.layers); }
+
+  // Moe() is the MoE decode replay (--replay moe), one layer after another:
+  //   fused add + RMSNorm, QKV GEMM, q/k norm [kPlantQkNorm], RoPE + KV store, attention
+  //   [kPlantSplitKv], o_proj [kPlantSplitK], residual add + RMSNorm [kPlantAddNorm], router GEMM,
+  //   top-k, MoE sort, quantization, MoE GEMM, a convolution [kPlantConv], MoE GEMM;
+  // then the final RMSNorm and the LM head. Each plant lies between two heavy kernels that both
+  // sides run alike (GEMM, attention, MoE GEMM), so that no two plants meet in one stretch. No
+  // decode layer of this model convolves: the convolution stands between the MoE GEMMs because
+  // there the alignment is unique. Next to another GEMM, or before the next layer's RMSNorm and
+  // QKV GEMM, its GEMM could be matched with that GEMM at the same cost (an unfused q/k norm
+  // leaves RMSNorms for the others to slide to), and the diff could pick either.
+  std::vector<Role> Moe(int s, StepKernels* k) const {
+    std::vector<Role> roles;
+    k->planted.assign(static_cast<size_t>(o_.layers), {});
+    for (int l = 0; l < o_.layers; ++l) {
+      auto& planted = k->planted[static_cast<size_t>(l)];
+      auto add = [&](std::initializer_list<Role> rs, Plant p = kPlantCount) {
+        for (Role r : rs) {
+          if (p != kPlantCount) {
+            const size_t slot = static_cast<size_t>(
+                std::find(std::begin(kReplayPlants), std::end(kReplayPlants), p) -
+                std::begin(kReplayPlants));
+            planted[slot].push_back(roles.size());
+          }
+          roles.push_back(r);
+        }
+      };
+      add({kMoeNorm, kMoeQkvGemm});
+      if (Unfused(s, kPlantQkNorm)) {
+        add({kQkCopy, kQkNorm, kQkCopy, kQkNorm}, kPlantQkNorm);
+      } else {
+        add({kQkNormFused}, kPlantQkNorm);
+      }
+      add({kMoeRope});
+      if (Unfused(s, kPlantSplitKv)) {
+        add({kSplitKvAttention, kSplitKvCombine}, kPlantSplitKv);
+      } else {
+        add({kDecodeAttention}, kPlantSplitKv);
+      }
+      if (Unfused(s, kPlantSplitK)) {
+        add({kSplitKGemm, kSplitKReduce}, kPlantSplitK);
+      } else {
+        add({kOprojGemm}, kPlantSplitK);
+      }
+      if (Unfused(s, kPlantAddNorm)) {
+        add({kAdd, kPlainNorm}, kPlantAddNorm);
+      } else {
+        add({kMoeNorm}, kPlantAddNorm);
+      }
+      add({kRouterGemm, kMoeTopk});
+      if (s == SwapSide() && l == SwapLayer()) {
+        add({kMoeQuant, kMoeSort});
+      } else {
+        add({kMoeSort, kMoeQuant});
+      }
+      add({kMoeGemmUp});
+      if (plants_[kPlantConv] && s == FusedSide(kPlantConv)) {
+        add({kIm2col, kConvGemm}, kPlantConv);
+      } else {
+        add({kToNhwc, kConv, kToNchw}, kPlantConv);
+      }
+      add({kMoeGemmDown});
+    }
+    roles.push_back(kPlainNorm);
+    roles.push_back(kLmHead);
+    return roles;
+  }
+
+  // Cuts() splits the MoE replay into three graph launches (a control: piecewise graphs), the
+  // pieces ending at different kernels on the two sides: on a side that runs a helper (a split-K
+  // reduction, a split-KV combine), the first launch ends just before the first one, so that the
+  // helper runs in another launch than its main kernel; elsewhere a third of the way in, moved by
+  // the seed, and the second two thirds in, moved the other way on each side.
+  std::vector<size_t> Cuts(int s, const std::vector<Role>& roles) const {
+    const size_t n = roles.size();
+    const uint64_t draw = Mix(o_.seed, step_ + 1, static_cast<uint64_t>(s) + 1);
+    size_t first = n / 3 + (s == 0 ? draw % 3 : 3 + draw % 3);
+    for (size_t i = 0; i < n; ++i) {
+      if (roles[i] == kSplitKReduce || roles[i] == kSplitKvCombine) {
+        first = i;
+        break;
+      }
+    }
+    size_t second = 2 * n / 3 + (s == 0 ? 4 + (draw >> 8) % 3 : (draw >> 8) % 3);
+    first = std::clamp<size_t>(first, 1, n - 2);
+    second = std::clamp<size_t>(second, first + 1, n - 1);
+    return {first, second};
   }
 
   void Expect(const StepKernels (&k)[2]);
@@ -1459,63 +1836,127 @@ void EagerPair::Expect(const StepKernels (&k)[2]) {
     ops[1 - fused] = std::move(unfused);
     return ops;
   };
-  // A replay's planted place: its first (matched) kernel, and the extras on the unfused side.
-  auto place = [&](size_t StepKernels::*first, int fused, size_t extras) {
+  // Kernels `count` long from each side's `first` (the unfused side's `extra` more), in the replay.
+  auto replay = [&](const size_t(&first)[2], size_t count, int fused, size_t extra) {
     PerSideKernels kernels;
     for (int s = 0; s < 2; ++s) {
-      const auto begin = k[s].replay.begin() + static_cast<ptrdiff_t>(k[s].*first);
-      kernels[s].assign(begin, begin + 1 + static_cast<ptrdiff_t>(s == fused ? 0 : extras));
+      const auto begin = k[s].replay.begin() + static_cast<ptrdiff_t>(first[s]);
+      kernels[s].assign(begin, begin + static_cast<ptrdiff_t>(count + (s == fused ? 0 : extra)));
     }
     return kernels;
   };
+  const std::array<uint32_t, 2> replay_units = {k[0].replay_unit, k[1].replay_unit};
   const std::string sdpa = "aten::scaled_dot_product_attention";
   const std::string linear = "aten::linear";
   const std::string graph = "[graph launch]";
+  const std::string attention = "Model/DecoderLayer/Attention";
   for (int l = 0; l < o_.layers; ++l) {
     if (plants_[kPlantAttention]) {
-      expect_.Add(step_, DiffKind::kOp, "Model/DecoderLayer/Attention", sdpa, {{{sdpa}, {sdpa}}},
-                  {k[0].attention[l], k[1].attention[l]}, FusedSide(kPlantAttention), {0}, 0);
+      // The fill is a helper of the attention that follows it: one operation, split.
+      const auto& a0 = k[0].attention[l];
+      const auto& a1 = k[1].attention[l];
+      expect_.Add(step_,
+                  Instance(DiffKind::kOp, Relation::kSplit, attention, sdpa, {{{sdpa}, {sdpa}}},
+                           {a0, a1}, FusedSide(kPlantAttention), {0}, 0, {a0[0].unit, a1[0].unit}));
     }
     if (plants_[kPlantRmsNorm]) {
       const int f = FusedSide(kPlantRmsNorm);
       std::vector<std::string> unfused;
       for (const auto& [op, role] : kUnfusedRmsNorm) unfused.emplace_back(op);
-      expect_.Add(step_, DiffKind::kModule, "Model/DecoderLayer/RMSNorm", "",
-                  ops_of(f, std::move(unfused), {"_C::rms_norm"}),
-                  {k[0].rms_norm[l], k[1].rms_norm[l]}, f, {0, 1, 2, 3, 4, 5}, 0);
+      const auto& n0 = k[0].rms_norm[l];
+      const auto& n1 = k[1].rms_norm[l];
+      expect_.Add(step_,
+                  Instance(DiffKind::kModule, Relation::kFusion, "Model/DecoderLayer/RMSNorm", "",
+                           ops_of(f, std::move(unfused), {"_C::rms_norm"}), {n0, n1}, f,
+                           {0, 1, 2, 3, 4, 5}, 0, {n0[0].unit, n1[0].unit}));
     }
     if (plants_[kPlantSilu]) {
       const int f = FusedSide(kPlantSilu);
-      expect_.Add(step_, DiffKind::kModule, "Model/DecoderLayer/MLP", "",
-                  ops_of(f, {"aten::silu", "aten::mul"}, {"_C::silu_and_mul"}),
-                  {k[0].silu[l], k[1].silu[l]}, f, {1}, 0);
+      const auto& m0 = k[0].silu[l];
+      const auto& m1 = k[1].silu[l];
+      expect_.Add(step_, Instance(DiffKind::kModule, Relation::kFusion, "Model/DecoderLayer/MLP",
+                                  "", ops_of(f, {"aten::silu", "aten::mul"}, {"_C::silu_and_mul"}),
+                                  {m0, m1}, f, {1}, 0, {m0[0].unit, m1[0].unit}));
     }
   }
   if (plants_[kPlantBias]) {
-    expect_.Add(step_, DiffKind::kOp, "Model/DecoderLayer/Attention", linear,
-                {{{linear}, {linear}}}, {k[0].bias, k[1].bias}, FusedSide(kPlantBias), {1}, 0);
+    // The add is covered by the GEMM beside it, whose category absorbs an element-wise epilogue.
+    expect_.Add(
+        step_, Instance(DiffKind::kOp, Relation::kFusion, attention, linear, {{{linear}, {linear}}},
+                        {k[0].bias, k[1].bias}, FusedSide(kPlantBias), {1}, 0,
+                        {k[0].bias[0].unit, k[1].bias[0].unit}));
   }
+  // The add after the o_proj GEMM: the RMSNorm after it names the add it fuses (Inductor's
+  // triton_red_fused__to_copy_add_mean_...), so it is the kernel that does the add's work.
+  const size_t add_at[2] = {k[0].graph_add + 1, k[1].graph_add + 1};
+  const size_t attn_at[2] = {k[0].graph_attn, k[1].graph_attn};
   if (plants_[kPlantGraphAdd]) {
     const int f = FusedSide(kPlantGraphAdd);
-    expect_.Add(step_, DiffKind::kGraph, "", graph, {{{graph}, {graph}}},
-                place(&StepKernels::graph_add, f, 1), f, {1}, 0);
+    expect_.Add(step_,
+                Instance(DiffKind::kGraph, Relation::kFusion, "", graph, {{{graph}, {graph}}},
+                         replay(add_at, 1, f, 1), f, {0}, 0, replay_units));
   }
   if (plants_[kPlantGraphAttn]) {
     const int f = FusedSide(kPlantGraphAttn);
-    expect_.Add(step_, DiffKind::kGraph, "", graph, {{{graph}, {graph}}},
-                place(&StepKernels::graph_attn, f, 2), f, {1, 2}, 0);
+    // The split-KV stage 2 is a helper of the attention: the attention's operation is split.
+    expect_.Add(step_, Instance(DiffKind::kGraph, Relation::kSplit, "", graph, {{{graph}, {graph}}},
+                                replay(attn_at, 1, f, 1), f, {1}, 0, replay_units));
+    // The copy after it is another operation, which the attention (the nearest kernel that can)
+    // absorbs: a fusion over the attention's operation and the copy.
+    expect_.Add(step_,
+                Instance(DiffKind::kGraph, Relation::kFusion, "", graph, {{{graph}, {graph}}},
+                         replay(attn_at, 1, f, 2), f, {2}, 0, replay_units));
+  }
+  if (!MoeReplay()) return;
+  for (int l = 0; l < o_.layers; ++l) {
+    for (size_t p = 0; p < std::size(kReplayPlants); ++p) {
+      const Plant plant = kReplayPlants[p];
+      if (!plants_[plant]) continue;
+      Instance in;
+      in.kind = DiffKind::kGraph;
+      in.op = graph;
+      in.ops = {{{graph}, {graph}}};
+      in.relation = Relation::kSplit;
+      in.fused = FusedSide(plant);
+      in.index = replay_units;
+      for (int s = 0; s < 2; ++s) {
+        for (size_t at : k[s].planted[static_cast<size_t>(l)][p]) {
+          in.kernels[s].push_back(k[s].replay[at]);
+        }
+      }
+      switch (plant) {
+        case kPlantSplitK:   // GEMM + split-K reduce vs GEMM
+        case kPlantSplitKv:  // attention + split-KV combine vs attention
+          in.extras = {1};
+          break;
+        case kPlantQkNorm:  // copy, norm, copy, norm vs the q/k norm: the first norm is matched
+          in.relation = Relation::kFusion;
+          in.extras = {0, 2, 3};
+          break;
+        case kPlantAddNorm:  // add, norm vs fused add + norm, which states the add
+          in.relation = Relation::kFusion;
+          in.extras = {0};
+          break;
+        default:  // kPlantConv: transform, conv, transform vs im2col + GEMM
+          in.relation = Relation::kAlgorithm;
+          in.extras = {0, 1, 2};
+          in.fused_index = -1;
+      }
+      expect_.Add(step_, in);
+    }
   }
 }
 
 // Output is a file written through a temporary name and renamed into place once complete, so
-// that a failed run leaves nothing behind; "-" is standard output.
+// that a failed run leaves nothing behind; "-" is standard output, and an existing path that is
+// no regular file (/dev/null, a FIFO) is written where it is: a rename would replace it.
 class Output {
  public:
   explicit Output(std::string path) : path_(std::move(path)) {}
   ~Output() {
     if (f_ != nullptr && f_ != stdout) {
       std::fclose(f_);
-      std::remove(tmp_.c_str());
+      if (!tmp_.empty()) std::remove(tmp_.c_str());
     }
   }
 
@@ -1524,6 +1965,12 @@ class Output {
     if (path_ == "-") {
       f_ = stdout;
       return true;
+    }
+    struct stat st;
+    if (stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+      f_ = std::fopen(path_.c_str(), "wb");
+      if (f_ == nullptr) Error();
+      return f_ != nullptr;
     }
     tmp_ = fmt::format("{}.tmp.{}", path_, getpid());
     f_ = std::fopen(tmp_.c_str(), "wb");
@@ -1535,6 +1982,10 @@ class Output {
     if (f_ == stdout) return ok;
     ok = (std::fclose(f_) == 0) && ok;
     f_ = nullptr;
+    if (tmp_.empty()) {
+      if (!ok) Error();
+      return ok;
+    }
     if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
       Error();
       std::remove(tmp_.c_str());
@@ -1642,12 +2093,13 @@ void AddRankOptions(CLI::App& app, Options& o, CLI::Option* eager) {
 // kPlantKinds are --plant's kinds, each with the plants it turns on.
 struct PlantKind {
   std::string_view name;
-  Plant plants[2];
+  std::initializer_list<Plant> plants;
 };
-constexpr PlantKind kPlantKinds[] = {
+const PlantKind kPlantKinds[] = {
     {"op", {kPlantAttention, kPlantBias}},
     {"module", {kPlantRmsNorm, kPlantSilu}},
     {"graph", {kPlantGraphAdd, kPlantGraphAttn}},
+    {"replay", {kPlantSplitK, kPlantSplitKv, kPlantQkNorm, kPlantAddNorm, kPlantConv}},
 };
 
 // ParsePlants() reads --plant: "none", or kinds separated by commas. It returns an error
@@ -1667,7 +2119,7 @@ std::string ParsePlants(const std::string& list, bool (*plants)[kPlantCount]) {
       }
     }
     if (!known)
-      return fmt::format("unknown kind '{}' (none, or a list of op, module, graph)", kind);
+      return fmt::format("unknown kind '{}' (none, or a list of op, module, graph, replay)", kind);
     if (comma == std::string::npos) return "";
     start = comma + 1;
   }
@@ -1676,10 +2128,23 @@ std::string ParsePlants(const std::string& list, bool (*plants)[kPlantCount]) {
 // kEagerSteps is --eager's length when neither --steps nor --size says.
 constexpr uint64_t kEagerSteps = 4;
 
-int RunEager(const Options& o, bool sized) {
+int RunEager(Options o, bool sized, bool replay_given) {
   bool plants[kPlantCount] = {};
   ParsePlants(o.plant, &plants);
-  if (o.layers < 2 && (plants[kPlantGraphAdd] || plants[kPlantGraphAttn])) {
+  const bool graph = plants[kPlantGraphAdd] || plants[kPlantGraphAttn];
+  if (plants[kPlantSplitK]) {
+    // The replay plants are the MoE replay's: --plant replay chooses it.
+    if (replay_given && o.replay != "moe") {
+      std::fprintf(stderr, "tracefuse-gen: error: --plant replay needs --replay moe\n");
+      return 2;
+    }
+    o.replay = "moe";
+  }
+  if (graph && o.replay != "llama") {
+    std::fprintf(stderr, "tracefuse-gen: error: --plant graph needs --replay llama\n");
+    return 2;
+  }
+  if (o.layers < 2 && graph) {
     // Two places in one replay layer, fused by different sides, would align two ways.
     std::fprintf(stderr, "tracefuse-gen: error: --plant graph needs --layers 2 or more\n");
     return 2;
@@ -1773,14 +2238,23 @@ int main(int argc, char** argv) {
   CLI::Option* plant =
       app.add_option("--plant", o.plant,
                      "with --eager: the kinds of fusion difference planted, a list of op, module, "
-                     "graph, or none (the controls only)")
+                     "graph, replay (the MoE replay's, which it chooses), or none (the controls "
+                     "only)")
           ->check([](const std::string& list) { return ParsePlants(list, nullptr); })
+          ->capture_default_str();
+  CLI::Option* replay =
+      app.add_option("--replay", o.replay,
+                     "with --eager: the graph replay's model: llama (one launch a step, where "
+                     "--plant graph plants) or moe (a Qwen3-MoE decode in three launches a step, "
+                     "where --plant replay plants)")
+          ->check(CLI::IsMember({"llama", "moe"}))
           ->capture_default_str();
   eager->needs(pair);
   eager->excludes(giant);
   pair->needs(eager);
   expect->needs(eager);
   plant->needs(eager);
+  replay->needs(eager);
   AddRankOptions(app, o, eager);
   CLI11_PARSE(app, argc, argv);
   if (o.eager && (o.pair_output == "-" || o.expect == "-")) {
@@ -1791,5 +2265,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tracefuse-gen: error: %s\n", problem.c_str());
     return 2;
   }
-  return o.eager ? RunEager(o, app.count("--size") > 0) : RunDecode(o);
+  return o.eager ? RunEager(o, app.count("--size") > 0, app.count("--replay") > 0) : RunDecode(o);
 }

@@ -231,7 +231,7 @@ class CachedClassifier {
 };
 
 // LaunchingOpTable gives a kernel the category of the CPU operator that launched it, for kernels
-// whose names say nothing (Triton's old `triton__0d1d2d3d` names, an anonymous `kernel`, hashed
+// whose names say nothing (an anonymous `kernel` or `main_kernel`, hashed or stripped
 // names) and which a rule set therefore leaves in its default category. It is data,
 // data/launching-ops.yaml, embedded at build time and read on first use (yaml-cpp takes about a
 // millisecond for it, which only a trace with such names pays). Rows are ordered: an op takes the

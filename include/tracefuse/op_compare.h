@@ -141,11 +141,33 @@ struct FusionCandidate {
   PerSide<uint32_t> units_end{};
 };
 
+// FusionRelation is what a fusion difference is (docs/reports.md, "Fusion differences by
+// operator"):
+//   - kSplit: the unfused side runs the same operation as its main kernel plus helpers of that
+//     operation (a split-K GEMM and its reduction, paged attention and its split-KV combine);
+//   - kFusion: the fused side's kernel does the work of the unfused side's extra kernels of other
+//     operations (its name states them, or its category absorbs theirs: data/kernel-roles.yaml);
+//   - kAlgorithm: both sides run kernels the other does not and neither covers the other's: no
+//     side fuses.
+enum class FusionRelation : uint8_t { kSplit, kFusion, kAlgorithm };
+
+// FusionRelationName() is "split", "fusion" or "algorithm".
+const char* FusionRelationName(FusionRelation relation);
+
 // FusionKernel is one kernel of a fusion difference's example instance.
 struct FusionKernel {
   std::string family;
   std::string category;
   int64_t time_ns = 0;
+  bool extra = false;  // one of the unfused side's extra kernels
+};
+
+// ExtraKernels is one kernel family among a fusion difference's extra kernels: its count over
+// the instances (the example instance's kernels, times the instances).
+struct ExtraKernels {
+  std::string family;
+  std::string category;
+  uint64_t count = 0;
 };
 
 // FusionDifferenceSide is one side of a fusion difference, over its instances.
@@ -159,24 +181,31 @@ struct FusionDifferenceSide {
 };
 
 // FusionDifference is one way in which one side runs in fewer kernels what the other runs in
-// more, aggregated over the instances that differ alike (same kind, scope, op or ops, and kernel
-// categories in order on both sides).
+// more, aggregated over the instances that differ alike (same kind, scope, op or ops, kernel
+// categories and roles in order on both sides, and the same relation).
 struct FusionDifference {
   FusionDifferenceKind kind = FusionDifferenceKind::kOp;
+  FusionRelation relation = FusionRelation::kFusion;
   std::string scope;
-  std::string op;                 // empty for kModule
-  Side fused_by = Side::kTrace1;  // the side that runs fewer kernels
+  std::string op;  // empty for kModule
+  // The side that runs fewer kernels: for kSplit and kFusion the side that fuses; for
+  // kAlgorithm no side fuses (reports write null).
+  Side fused_by = Side::kTrace1;
   uint64_t instances = 0;
   PerSide<FusionDifferenceSide> sides;
-  // The unfused side's kernels that the fused side's sequence does not match, by category,
-  // over the instances.
+  // The unfused side's kernels that the fused side does not run, by category, over the
+  // instances; and by family.
   std::vector<std::pair<std::string, uint64_t>> extra_categories;
-  std::string fused_kernel;        // the family of the fused side's kernel that covers them
-  int32_t example_step = kNoStep;  // the instance that differs most in time
-  uint64_t example_index = 0;      // its trace-1 unit's position (from 1) in its step
+  std::vector<ExtraKernels> extra_kernels;
+  int64_t extra_time_ns = 0;          // the extra kernels' own time, over the instances
+  std::string fused_kernel;           // the fused side's kernel that does their work ("" for none)
+  std::string fused_kernel_category;  // its category
+  int32_t example_step = kNoStep;     // the instance that differs most in time
+  uint64_t example_index = 0;         // its trace-1 unit's position (from 1) in its step
 
-  // saving_ns() is the unfused side's time minus the fused side's: negative when the fused
-  // kernels are slower than the kernels they replace.
+  Side unfused() const { return Opposite(fused_by); }
+  // saving_ns() is the unfused side's time minus the fused side's over the whole stretch:
+  // negative when the fused kernels are slower than the kernels they replace.
   int64_t saving_ns() const;
 };
 
@@ -239,19 +268,32 @@ std::vector<PeakGap> FurthestFromPeak(const OpComparison& ops);
 
 // FindFusionDifferences() turns `ops`' candidates into its fusion differences, reading each
 // trace's kernel records (which must still be those BuildOpTree() read) three times, in start
-// order, and holding per candidate a few words, not its kernels:
+// order, and holding per candidate a few words, not its kernels. The candidates:
 //   - kOp: a matched pair of top-level ops (not both graph replays) whose kernel counts differ,
-//     both non-zero. Its whole kernel-category sequences are the signature; the unfused side's
-//     kernels that Myers' alignment (unfused side first) leaves unmatched are the extras.
+//     both non-zero;
 //   - kModule: an unmatched stretch under a non-empty module scope, both sides with kernels and
-//     different counts; its units' sequences joined in unit order, as for kOp.
-//   - kGraph: a matched pair of units that both hold graph replays, kernel counts differing. The
-//     replays' sequences are aligned (the side with more kernels first) and every stretch
-//     between matched kernels whose two sides differ in length is a difference of its own.
-// Where the fused side of a stretch is empty, both sides take in the matched kernel before it
-// (after it, for a stretch at the start), which is the kernel that covers the extras. Elsewhere
-// the fused kernel is the fused side's first unmatched kernel, or, when it has none, the partner
-// of the unfused side's last matched kernel before its first extra (first matched one after).
+//     different counts, its units' kernels joined in unit order;
+//   - kGraph: all matched pairs of graph-replay units of a step, each side's replays joined in
+//     order (so that graph pieces ending at different kernels on the two sides do not matter),
+//     whatever their kernel counts.
+// Each side's kernels become operations: a main kernel with the helpers next to it that serve it
+// (KernelRoles). The operations are aligned with Myers' diff on their category and their helpers'
+// roles (the side with more kernels first; ties by content, never by which trace is which);
+// where the diff could have matched an earlier operation of the same kind it matches that one.
+// Unmatched operations of one category that differ in their helpers only, or that moved within
+// their stretch or past one neighbour, are paired again. Matched heavy operations (a GEMM,
+// attention...) in order on both sides close stretches. Then:
+//   - a matched pair of operations whose kernel counts differ is a kSplit;
+//   - in each stretch, the unmatched operations of the side with more kernels are the extras: a
+//     kFusion where one kernel of the other side covers all of them (kSplit where they are all
+//     helpers of its operation), a kAlgorithm where none does but the other side runs unmatched
+//     kernels of its own, nothing otherwise. The covering kernel is looked for among the other
+//     side's unmatched kernels first, then among its matched ones (the stretch's and the two
+//     heavy ones around it), preferring one whose category or name states more of the extras,
+//     then the nearest. A heavy operation's extra kernel is covered only by a heavy kernel: an
+//     unmatched one, or a matched one of its own category.
+// A difference's stretch is every kernel between the first and the last involved on either side
+// (extras, covering kernel, their partners): the stretches of two differences may overlap.
 void FindFusionDifferences(PerSide<const TraceProfile*> profiles, PerSide<const OpTree*> trees,
                            OpComparison* ops);
 

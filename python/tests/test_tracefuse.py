@@ -203,7 +203,7 @@ def test_breakdown_classifies_uninformative_names_by_their_launching_op(work):
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
          "ts": 10, "dur": 1, "args": correlation},
-        {"ph": "X", "cat": "kernel", "name": "triton__0d1d2d3d4d5d", "pid": 0, "tid": 7,
+        {"ph": "X", "cat": "kernel", "name": "main_kernel", "pid": 0, "tid": 7,
          "ts": 1000, "dur": 50, "args": {**correlation, "device": 0, "stream": 7}},
     ]
     trace = work / "eager.json"
@@ -217,7 +217,7 @@ def test_breakdown_classifies_uninformative_names_by_their_launching_op(work):
     name_only = tracefuse.breakdown(trace, name_only=True)
     out, _err = cli("breakdown", trace, "--format", "json", "--name-only")
     assert name_only == json.loads(out)
-    assert name_only["unclassified"][0]["name"] == "triton__0d1d2d3d4d5d"
+    assert name_only["unclassified"][0]["name"] == "main_kernel"
 
 
 def test_classify_equals_the_clis_classify(work):

@@ -5,6 +5,7 @@
 
 #include "command.h"
 #include "simdjson.h"
+#include "tracefuse/kernel_roles.h"
 #include "tracefuse/report/json.h"
 #include "tracefuse/strings.h"
 
@@ -16,7 +17,21 @@ struct ClassifyArgs {
   std::string ruleset = "tracefuse";
   std::string platform;
   std::string format = "lines";
+  bool roles = false;
 };
+
+// RoleJson() adds what data/kernel-roles.yaml says of the name: "helper" and "serves" for a
+// helper, "covers" for a main kernel that states the operations it fuses.
+void RoleJson(const KernelRole& role, Json* j) {
+  if (role.is_helper()) {
+    (*j)["role"] = "helper";
+    (*j)["helper"] = role.helper;
+    (*j)["serves"] = role.serves;
+  } else {
+    (*j)["role"] = "main";
+    (*j)["covers"] = role.covers;
+  }
+}
 
 int RunClassify(const ClassifyArgs& a) {
   absl::StatusOr<std::shared_ptr<const Classifier>> classifier = LoadClassifier(a.ruleset);
@@ -37,6 +52,7 @@ int RunClassify(const ClassifyArgs& a) {
   bool has_patterns = !rules.default_rule().pattern.empty();
   for (const Rule& r : rules.rules()) has_patterns |= !r.pattern.empty();
 
+  const std::shared_ptr<const KernelRoles> roles = a.roles ? KernelRoles::Builtin() : nullptr;
   simdjson::dom::parser parser;
   CachedClassifier names(*classifier, platform);
   std::string line, out;
@@ -62,6 +78,7 @@ int RunClassify(const ClassifyArgs& a) {
     j["name"] = name;
     j["category"] = (*classifier)->category_name((*classifier)->category_of(id));
     if (has_patterns) j["pattern"] = (*classifier)->Pattern(id, name);
+    if (roles) RoleJson(roles->RoleOf(name), &j);
     out += DumpJson(j, -1);
     out += '\n';
     if (out.size() > (1u << 16)) {
@@ -86,6 +103,10 @@ CLI::App* Declare(CLI::App* app, ClassifyArgs* a) {
                   "lines: one raw name per line; jsonl: one JSON string per line")
       ->check(CLI::IsMember({"lines", "jsonl"}))
       ->capture_default_str();
+  cmd->add_flag("--roles", a->roles,
+                "add each kernel's role (data/kernel-roles.yaml): \"role\" main or helper, a "
+                "helper's \"helper\" kind and the categories it \"serves\", a main kernel's "
+                "fused operations (\"covers\")");
   return cmd;
 }
 

@@ -9,9 +9,7 @@ namespace tracefuse {
 namespace {
 
 const char* SideKey(Side side) { return side == Side::kTrace1 ? "trace1" : "trace2"; }
-Side Unfused(const FusionDifference& d) {
-  return d.fused_by == Side::kTrace1 ? Side::kTrace2 : Side::kTrace1;
-}
+Side Unfused(const FusionDifference& d) { return d.unfused(); }
 
 void CountsJson(const char* key, const std::vector<std::pair<std::string, uint64_t>>& counts,
                 PyJsonWriter* w) {
@@ -55,6 +53,7 @@ void ExampleJson(const FusionDifference& d, PyJsonWriter* w) {
       w->Field("name", k.family);
       w->Field("type", k.category);
       w->Field("time_us", Micros(k.time_ns));
+      w->Field("extra", k.extra);
       w->EndObject();
     }
     w->EndArray();
@@ -64,7 +63,9 @@ void ExampleJson(const FusionDifference& d, PyJsonWriter* w) {
 
 // MoreKernels() is how many more kernels the unfused side runs over the instances.
 uint64_t MoreKernels(const FusionDifference& d) {
-  return d.sides[Unfused(d)].kernels - d.sides[d.fused_by].kernels;
+  uint64_t n = 0;
+  for (const ExtraKernels& k : d.extra_kernels) n += k.count;
+  return n;
 }
 
 std::string Joined(const std::vector<std::string>& items, size_t shown) {
@@ -91,11 +92,11 @@ class Section : Page {
       return std::move(out_);
     }
     if (markdown_) {
-      Line(
-          fmt::format("| kind | op / scope | fused by | instances | {} | {} | extra kernels | "
-                      "fused kernel | saving us |",
-                      labels_[Side::kTrace1], labels_[Side::kTrace2]));
-      Line("|---|---|---|---:|---|---|---|---|---:|");
+      Line(fmt::format(
+          "| kind | relation | op / scope | fused by | instances | {} | {} | extra kernels | "
+          "fused kernel | extra us | saving us |",
+          labels_[Side::kTrace1], labels_[Side::kTrace2]));
+      Line("|---|---|---|---|---:|---|---|---|---|---:|---:|");
     }
     for (size_t i = 0; i < differences_.size() && i < top_; ++i) Difference(differences_[i]);
     if (differences_.size() > top_) {
@@ -130,21 +131,44 @@ class Section : Page {
   std::string Code(const std::string& s) const { return markdown_ ? "`" + s + "`" : s; }
 
   void Difference(const FusionDifference& d) {
-    const std::string extra = CategoryList(d.extra_categories);
+    const std::string extra = ExtraKernelList(d, markdown_);
     const std::string fused = d.fused_kernel.empty() ? "-" : Code(d.fused_kernel);
     if (markdown_) {
-      Line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                       FusionDifferenceKindName(d.kind), Where(d), labels_[d.fused_by],
-                       Instances(d), SideText(d, Side::kTrace1), SideText(d, Side::kTrace2), extra,
-                       fused, fmt::format("{:+.1f}", Micros(d.saving_ns()))));
+      Line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                       FusionDifferenceKindName(d.kind), FusionRelationName(d.relation), Where(d),
+                       FusedBy(d), Instances(d), SideText(d, Side::kTrace1),
+                       SideText(d, Side::kTrace2), extra, fused,
+                       fmt::format("{:.1f}", Micros(d.extra_time_ns)),
+                       fmt::format("{:+.1f}", Micros(d.saving_ns()))));
       return;
     }
-    Line(fmt::format("  [{}] {}, {} instances: {} fuses", FusionDifferenceKindName(d.kind),
-                     Where(d), Instances(d), labels_[d.fused_by]));
+    Line(fmt::format("  [{}] {}, {} instances: {}", FusionDifferenceKindName(d.kind), Where(d),
+                     Instances(d), FusionVerdict(d, labels_)));
     for (Side side : kSides) Line(fmt::format("      {}: {}", labels_[side], SideText(d, side)));
-    Line(fmt::format("      {} runs {} more kernels (unmatched: {}); {} covers them with {}; {}",
-                     labels_[Unfused(d)], Thousands(MoreKernels(d)), extra, labels_[d.fused_by],
-                     fused, SavingText(d)));
+    Line(fmt::format("      {}", WhatDiffers(d, extra, fused)));
+    Line(fmt::format("      {}", TimesText(d, labels_)));
+  }
+
+  std::string FusedBy(const FusionDifference& d) const {
+    return d.relation == FusionRelation::kAlgorithm ? "-" : labels_[d.fused_by];
+  }
+
+  std::string WhatDiffers(const FusionDifference& d, const std::string& extra,
+                          const std::string& fused) const {
+    const std::string& unfused = labels_[Unfused(d)];
+    switch (d.relation) {
+      case FusionRelation::kFusion:
+        return fmt::format("{} runs {} more kernels: {}; {}'s {} ({}) does their work", unfused,
+                           Thousands(MoreKernels(d)), extra, labels_[d.fused_by], fused,
+                           d.fused_kernel_category);
+      case FusionRelation::kSplit:
+        return fmt::format("{} runs helpers beside the main kernel: {}; {} runs it as {} ({})",
+                           unfused, extra, labels_[d.fused_by], fused, d.fused_kernel_category);
+      case FusionRelation::kAlgorithm:
+        break;
+    }
+    return fmt::format("{} runs {} more kernels: {}; no kernel of {} can do their work", unfused,
+                       Thousands(MoreKernels(d)), extra, labels_[d.fused_by]);
   }
 
   const std::vector<FusionDifference>& differences_;
@@ -169,6 +193,29 @@ std::string OpsCell(const std::vector<std::string>& ops) {
 
 }  // namespace
 
+// ExtraKernelList() is "elementwise_kernel x96 (MemCopy), add_rmsnorm_quant_kernel x48
+// (RMSNorm)": the extra kernels over the instances.
+std::string ExtraKernelList(const FusionDifference& d, bool markdown) {
+  std::string out;
+  for (const ExtraKernels& k : d.extra_kernels) {
+    out += fmt::format("{}{}{}{} x{} ({})", out.empty() ? "" : ", ", markdown ? "`" : "", k.family,
+                       markdown ? "`" : "", k.count, k.category);
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+std::string FusionVerdict(const FusionDifference& d, const PerSide<std::string>& labels) {
+  switch (d.relation) {
+    case FusionRelation::kFusion:
+      return fmt::format("{} fuses (fusion)", labels[d.fused_by]);
+    case FusionRelation::kSplit:
+      return fmt::format("{} runs the operation in fewer kernels (split)", labels[d.fused_by]);
+    case FusionRelation::kAlgorithm:
+      break;
+  }
+  return "different kernels, neither covers the other's (algorithm)";
+}
+
 uint64_t MatchedInstances(const FusionDifference& d, const OpComparison* ops) {
   if (ops == nullptr || d.kind != FusionDifferenceKind::kOp) return 0;
   for (const OpRow& row : ops->ops) {
@@ -181,6 +228,13 @@ std::string SavingText(const FusionDifference& d) {
   const int64_t saving = d.saving_ns();
   if (saving >= 0) return fmt::format("saves {} us", MicrosText(saving));
   return fmt::format("the fused kernel is slower: {} us more", MicrosText(-saving));
+}
+
+std::string TimesText(const FusionDifference& d, const PerSide<std::string>& labels) {
+  const int64_t saving = d.saving_ns();
+  return fmt::format("the extra kernels take {} us; with them {} is {} us {} over the stretch",
+                     MicrosText(d.extra_time_ns), labels[d.unfused()],
+                     MicrosText(saving >= 0 ? saving : -saving), saving >= 0 ? "slower" : "faster");
 }
 
 void FusionDifferencesJson(const std::vector<FusionDifference>& differences, PyJsonWriter* w) {
@@ -196,14 +250,42 @@ void FusionDifferencesJson(const std::vector<FusionDifference>& differences, PyJ
     } else {
       w->Value(d.op);
     }
-    w->Field("fused_by", SideKey(d.fused_by));
+    w->Field("relation", FusionRelationName(d.relation));
+    w->Key("fused_by");
+    if (d.relation == FusionRelation::kAlgorithm) {
+      w->Null();
+    } else {
+      w->Value(SideKey(d.fused_by));
+    }
     w->Field("instances", d.instances);
     for (Side side : kSides) {
       w->Key(SideKey(side));
       SideJson(d.sides[side], w);
     }
     CountsJson("extra_categories", d.extra_categories, w);
-    w->Field("fused_kernel", d.fused_kernel);
+    w->Key("extra_kernels");
+    w->BeginArray();
+    for (const ExtraKernels& k : d.extra_kernels) {
+      w->BeginObject();
+      w->Field("name", k.family);
+      w->Field("category", k.category);
+      w->Field("count", k.count);
+      w->EndObject();
+    }
+    w->EndArray();
+    w->Field("extra_time_us", Micros(d.extra_time_ns));
+    w->Key("fused_kernel");
+    if (d.fused_kernel.empty()) {
+      w->Null();
+    } else {
+      w->Value(d.fused_kernel);
+    }
+    w->Key("fused_kernel_category");
+    if (d.fused_kernel_category.empty()) {
+      w->Null();
+    } else {
+      w->Value(d.fused_kernel_category);
+    }
     w->Field("saving_us", Micros(d.saving_ns()));
     ExampleJson(d, w);
     w->EndObject();
@@ -219,19 +301,27 @@ std::string FusionDifferencesSection(const std::vector<FusionDifference>& differ
 
 std::string FusionDifferencesCsv(const std::vector<FusionDifference>& differences) {
   std::string out =
-      "kind,scope,op,fused_by,instances,trace1_ops,trace1_kernels,trace1_categories,"
+      "kind,relation,scope,op,fused_by,instances,trace1_ops,trace1_kernels,trace1_categories,"
       "trace1_time_us,trace2_ops,trace2_kernels,trace2_categories,trace2_time_us,"
-      "extra_categories,fused_kernel,saving_us\n";
+      "extra_categories,extra_kernels,extra_time_us,fused_kernel,fused_kernel_category,"
+      "saving_us\n";
   for (const FusionDifference& d : differences) {
-    out += StrCat(FusionDifferenceKindName(d.kind), ",", CsvField(d.scope), ",", CsvField(d.op),
-                  ",", SideKey(d.fused_by), ",", d.instances);
+    out += StrCat(FusionDifferenceKindName(d.kind), ",", FusionRelationName(d.relation), ",",
+                  CsvField(d.scope), ",", CsvField(d.op), ",",
+                  d.relation == FusionRelation::kAlgorithm ? "" : SideKey(d.fused_by), ",",
+                  d.instances);
     for (Side side : kSides) {
       const FusionDifferenceSide& s = d.sides[side];
       out += StrCat(",", OpsCell(s.ops), ",", s.kernels, ",", CategoriesCell(s.categories), ",",
                     CsvNumber(Micros(s.time_ns)));
     }
-    out += StrCat(",", CategoriesCell(d.extra_categories), ",", CsvField(d.fused_kernel), ",",
-                  CsvNumber(Micros(d.saving_ns())), "\n");
+    std::string extra;
+    for (const ExtraKernels& k : d.extra_kernels) {
+      extra += StrCat(extra.empty() ? "" : "; ", k.family, " x", k.count, " (", k.category, ")");
+    }
+    out += StrCat(",", CategoriesCell(d.extra_categories), ",", CsvField(extra), ",",
+                  CsvNumber(Micros(d.extra_time_ns)), ",", CsvField(d.fused_kernel), ",",
+                  CsvField(d.fused_kernel_category), ",", CsvNumber(Micros(d.saving_ns())), "\n");
   }
   return out;
 }

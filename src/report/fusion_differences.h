@@ -8,6 +8,7 @@
 
 #include "report/py_json_writer.h"
 #include "tracefuse/op_compare.h"
+#include "tracefuse/report/ops.h"
 
 namespace tracefuse {
 
@@ -22,6 +23,10 @@ std::string FusionDifferencesSection(const std::vector<FusionDifference>& differ
                                      const OpComparison* ops, const PerSide<std::string>& labels,
                                      size_t top, bool markdown);
 
+// FusionDifferencesHtml() is the section "Fusion differences by operator" of an HTML page, as
+// `ops --format html` shows it (ops_html.cc): for `compare --by-op --format html` too.
+std::string FusionDifferencesHtml(const OpComparison& ops, const OpsContext& context);
+
 // FusionDifferencesCsv() has one row per fusion difference.
 std::string FusionDifferencesCsv(const std::vector<FusionDifference>& differences);
 
@@ -33,6 +38,18 @@ uint64_t MatchedInstances(const FusionDifference& d, const OpComparison* ops);
 // SavingText() says what fusing saves, or that the fused kernel is slower: "saves 12.3 us", "the
 // fused kernel is slower: 4.5 us more".
 std::string SavingText(const FusionDifference& d);
+
+// FusionVerdict() is the difference in a few words: "H100 fuses (fusion)", "... (split)", or
+// that neither side covers the other's kernels (algorithm).
+std::string FusionVerdict(const FusionDifference& d, const PerSide<std::string>& labels);
+
+// TimesText() keeps the extra kernels' own time apart from the stretch's: "the extra kernels take
+// 20.9 us; with them MI300X is 72.1 us faster over the stretch".
+std::string TimesText(const FusionDifference& d, const PerSide<std::string>& labels);
+
+// ExtraKernelList() is "elementwise_kernel x96 (MemCopy), ...": the extra kernels by family over
+// the instances, "(none)" without any; `markdown` quotes the names.
+std::string ExtraKernelList(const FusionDifference& d, bool markdown);
 
 // TypeAchieved is what the perf models credit to one kernel type on each side.
 struct TypeAchieved {

@@ -18,6 +18,7 @@
 #include "fmt/format.h"
 #include "report/breakdown_view.h"
 #include "report/formatting.h"
+#include "report/fusion_differences.h"
 #include "report/fusion_view.h"
 #include "report/html.h"
 #include "tracefuse/report/fusion.h"
@@ -44,6 +45,8 @@ struct AlignedExample {
 
 class FusionHtmlPage {
  public:
+  static constexpr size_t kTopFusionDifferences = 10;  // as the text report lists
+
   FusionHtmlPage(const FusionReport& report, const CompareContext& context)
       : report_(report),
         view_(MakeFusionView(report, context)),
@@ -61,6 +64,14 @@ class FusionHtmlPage {
     Opportunities();
     Mappings();
     AlignedGroups();
+    if (context_.ops != nullptr) {
+      // The same section as ops' page: one renderer for both.
+      OpsContext ops_context;
+      ops_context.traces = context_.traces;
+      ops_context.labels = context_.labels;
+      ops_context.top = kTopFusionDifferences;
+      doc_.Append(FusionDifferencesHtml(*context_.ops, ops_context));
+    }
     Drilldown();
     Footer(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     return std::move(doc_).Finish();

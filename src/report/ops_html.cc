@@ -71,14 +71,6 @@ std::string FamiliesHtml(const std::vector<OpKernels>& kernels) {
   return out;
 }
 
-std::string CategoryCounts(const std::vector<std::pair<std::string, uint64_t>>& categories) {
-  std::string out;
-  for (const auto& [name, count] : categories) {
-    out += fmt::format("{}{} &times;{}", out.empty() ? "" : ", ", HtmlEscaped(name), count);
-  }
-  return out.empty() ? "(none)" : out;
-}
-
 template <typename Name>  // std::string or std::string_view
 std::string NameList(const std::vector<Name>& names, uint64_t count, size_t shown) {
   std::string out;
@@ -102,11 +94,14 @@ class OpsHtmlPage {
     RankCategoriesByTime();
   }
 
+  // FusionDifferencesOnly() is the fusion differences' section alone.
+  std::string FusionDifferencesOnly() && { return FusionDifferences(); }
+
   std::string Render() && {
     Header();
     doc_.Append("{}", GpuTimelineHtml(context_.traces, context_.labels));
     OpRows("ops", "Ops that differ most", [](const OpRow& r) { return r.matched; });
-    FusionDifferences();
+    doc_.Append(FusionDifferences());
     FurthestFromPeak();
     Instances();
     OpRows("one-side", "Ops on one side only", [](const OpRow& r) {
@@ -124,7 +119,8 @@ class OpsHtmlPage {
   template <typename Keep>
   void OpRows(const char* id, const char* title, Keep keep);
   void OpTable(const std::vector<const OpRow*>& rows);
-  void FusionDifferences();
+  // FusionDifferences() is the section of that name (also compare --by-op's): its markup.
+  std::string FusionDifferences();
   void DifferenceChart(size_t shown);
   void DifferenceTable(size_t shown);
   void DifferenceExample(size_t i, const FusionDifference& d);
@@ -144,6 +140,11 @@ class OpsHtmlPage {
   std::string AlignedStrip(const std::vector<AlignedColumn>& columns,
                            const PerSide<std::vector<GroupKernel>>& kernels, CellOf cell) const;
 
+  template <typename... Args>
+  void Add(fmt::format_string<Args...> format, Args&&... args) {
+    fmt::format_to(std::back_inserter(section_), format, std::forward<Args>(args)...);
+  }
+
   const std::string& Label(Side side) const { return context_.labels[side]; }
   std::string SideKey(Side side) const { return ColourKey(SideColourClass(side), Label(side)); }
   std::string Colour(CategoryId id) const {
@@ -158,6 +159,7 @@ class OpsHtmlPage {
   std::vector<std::string> category_names_;
   std::vector<size_t> colour_rank_;  // per id: its place by time, as compare's page colours it
   StringMap<CategoryId> category_ids_;
+  std::string section_;  // the section being written apart from the page
 };
 
 // The colours follow compare's page: the category with the most kernel time on both sides
@@ -322,35 +324,33 @@ void OpsHtmlPage::OpTable(const std::vector<const OpRow*>& rows) {
   doc_.Append("</table>\n");
 }
 
-void OpsHtmlPage::FusionDifferences() {
+std::string OpsHtmlPage::FusionDifferences() {
   const std::vector<FusionDifference>& all = ops_.fusion_differences;
-  doc_.Append(
-      "<section id=\"fusion-differences\" data-count=\"{}\">\n<h2>Fusion differences by "
+  Add("<section id=\"fusion-differences\" data-count=\"{}\">\n<h2>Fusion differences by "
       "operator <span class=\"muted\">({} in all: who runs the same work in fewer "
       "kernels)</span></h2>\n",
       all.size(), Thousands(all.size()));
   if (all.empty()) {
-    doc_.Append(
-        "<p class=\"none\">None: where ops or modules match, both sides run as many "
+    Add("<p class=\"none\">None: where ops or modules match, both sides run as many "
         "kernels.</p>\n</section>\n");
-    return;
+    return std::move(section_);
   }
   const size_t shown = std::min(all.size(), context_.top);
   DifferenceChart(shown);
   DifferenceTable(shown);
   if (all.size() > shown) {
-    doc_.Append("<p class=\"note\">... and {} more (--format json lists every one)</p>\n",
-                Thousands(all.size() - shown));
+    Add("<p class=\"note\">... and {} more (--format json lists every one)</p>\n",
+        Thousands(all.size() - shown));
   }
-  doc_.Append(
-      "<h3>Example instances, aligned</h3>\n<p class=\"note\">For each difference, the instance "
+  Add("<h3>Example instances, aligned</h3>\n<p class=\"note\">For each difference, the instance "
       "that differs most in time: the top row is {}, the bottom row {}; each cell is a kernel "
       "(its name on hover), coloured by category; the kernels that differ and the fused kernel "
       "are in full colour; columns whose categories differ are underlined, dashed cells are "
       "gaps.</p>\n",
       HtmlEscaped(Label(Side::kTrace1)), HtmlEscaped(Label(Side::kTrace2)));
   for (size_t i = 0; i < shown; ++i) DifferenceExample(i, all[i]);
-  doc_.Append("</section>\n");
+  Add("</section>\n");
+  return std::move(section_);
 }
 
 // Both sides' time per difference on one scale: the gap between the bars is the saving.
@@ -364,25 +364,40 @@ void OpsHtmlPage::DifferenceChart(size_t shown) {
                      {Micros(d.sides[Side::kTrace2].time_ns), "s2"}},
                     d.saving_ns() >= 0 ? StrCat("saves ", MicrosText(d.saving_ns()), " us")
                                        : StrCat(MicrosText(-d.saving_ns()), " us slower"),
-                    fmt::format("[{}] {}: {} fuses; {}", FusionDifferenceKindName(d.kind), what,
-                                Label(d.fused_by), SavingText(d))});
+                    fmt::format("[{}] {}: {}; {}", FusionDifferenceKindName(d.kind), what,
+                                FusionVerdict(d, context_.labels), TimesText(d, context_.labels))});
   }
-  doc_.Append("<p>{} {}</p>\n{}", SideKey(Side::kTrace1), SideKey(Side::kTrace2),
-              BarChartSvg(rows, "Fusion differences: both sides' kernel time"));
+  Add("<p>{} {}</p>\n{}", SideKey(Side::kTrace1), SideKey(Side::kTrace2),
+      BarChartSvg(rows, "Fusion differences: both sides' kernel time"));
 }
+
+namespace {
+
+// ExtraKernelsHtml() lists the extra kernels by name (the full family on hover), count and
+// category.
+std::string ExtraKernelsHtml(const FusionDifference& d) {
+  std::string out;
+  for (const ExtraKernels& k : d.extra_kernels) {
+    out += StrCat(out.empty() ? "" : "<br>", KernelNameCode(k.family, kNameChars), " x",
+                  Thousands(k.count), " (", HtmlEscaped(k.category), ")");
+  }
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
 
 void OpsHtmlPage::DifferenceTable(size_t shown) {
   const std::string a = HtmlEscaped(Label(Side::kTrace1));
   const std::string b = HtmlEscaped(Label(Side::kTrace2));
-  doc_.Append(
-      "<table class=\"fusion-differences\">\n<tr><th class=\"n\">#</th><th>kind</th>"
-      "<th>op / scope</th><th>fused by</th><th class=\"n\">instances</th>"
+  Add("<table class=\"fusion-differences\">\n<tr><th class=\"n\">#</th><th>kind</th>"
+      "<th>relation</th><th>op / scope</th><th>fused by</th><th class=\"n\">instances</th>"
       "<th class=\"n\">{0} kernels</th><th class=\"n\">{0} us</th><th class=\"n\">{1} kernels</th>"
-      "<th class=\"n\">{1} us</th><th>extra kernels</th><th>fused kernel</th><th>saving</th>"
-      "</tr>\n",
+      "<th class=\"n\">{1} us</th><th>extra kernels</th><th class=\"n\">extra us</th>"
+      "<th>fused kernel</th><th>saving</th></tr>\n",
       a, b);
   for (size_t i = 0; i < shown; ++i) {
     const FusionDifference& d = ops_.fusion_differences[i];
+    const bool algorithm = d.relation == FusionRelation::kAlgorithm;
     std::string where = d.kind == FusionDifferenceKind::kModule
                             ? ""
                             : StrCat("<code>", HtmlEscaped(d.op), "</code>");
@@ -394,22 +409,24 @@ void OpsHtmlPage::DifferenceTable(size_t shown) {
     if (const uint64_t matched = MatchedInstances(d, &ops_); matched > 0) {
       instances += StrCat(" of ", Thousands(matched));
     }
-    doc_.Append(
-        "<tr data-kind=\"{}\" data-fused-by=\"{}\"><td class=\"n\">{}</td>"
-        "<td class=\"kind\">{}</td><td class=\"scope\">{}</td><td class=\"fused-by\">{}</td>"
+    Add("<tr data-kind=\"{}\" data-relation=\"{}\" data-fused-by=\"{}\"><td class=\"n\">{}</td>"
+        "<td class=\"kind\">{}</td><td class=\"relation\">{}</td><td class=\"scope\">{}</td>"
+        "<td class=\"fused-by\">{}</td>"
         "<td class=\"instances n\">{}</td><td class=\"kernels1 n\">{}</td>"
         "<td class=\"time1 n\">{}</td><td class=\"kernels2 n\">{}</td><td class=\"time2 n\">{}</td>"
-        "<td class=\"extra\">{}</td><td class=\"fused-kernel\">{}</td>"
-        "<td class=\"saving\">{}</td></tr>\n",
-        FusionDifferenceKindName(d.kind), d.fused_by == Side::kTrace1 ? 1 : 2, i + 1,
-        FusionDifferenceKindName(d.kind), where, SideKey(d.fused_by), instances,
-        Thousands(d.sides[Side::kTrace1].kernels), MicrosText(d.sides[Side::kTrace1].time_ns),
-        Thousands(d.sides[Side::kTrace2].kernels), MicrosText(d.sides[Side::kTrace2].time_ns),
-        CategoryCounts(d.extra_categories),
+        "<td class=\"extra\">{}</td><td class=\"extra-time n\">{}</td>"
+        "<td class=\"fused-kernel\">{}</td><td class=\"saving\">{}</td></tr>\n",
+        FusionDifferenceKindName(d.kind), FusionRelationName(d.relation),
+        algorithm ? 0 : (d.fused_by == Side::kTrace1 ? 1 : 2), i + 1,
+        FusionDifferenceKindName(d.kind), FusionRelationName(d.relation), where,
+        algorithm ? "-" : SideKey(d.fused_by), instances, Thousands(d.sides[Side::kTrace1].kernels),
+        MicrosText(d.sides[Side::kTrace1].time_ns), Thousands(d.sides[Side::kTrace2].kernels),
+        MicrosText(d.sides[Side::kTrace2].time_ns), ExtraKernelsHtml(d),
+        MicrosText(d.extra_time_ns),
         d.fused_kernel.empty() ? "-" : KernelNameCode(d.fused_kernel, kNameChars),
         HtmlEscaped(SavingText(d)));
   }
-  doc_.Append("</table>\n");
+  Add("</table>\n");
 }
 
 std::vector<GroupKernel> OpsHtmlPage::Interned(const std::vector<std::string>& categories,
@@ -457,62 +474,61 @@ void OpsHtmlPage::DifferenceExample(size_t i, const FusionDifference& d) {
     kernels[s] = Interned(categories, times);
   }
   const std::vector<AlignedColumn> columns = AlignGroups(kernels);
-  doc_.Append(
-      "<article class=\"example\" data-kind=\"{}\">\n<h3>{}. [{}] {}{}</h3>\n<p class=\"note\">"
-      "{} fuses; example: {}, #{} ({} and {} kernels){}</p>\n",
+  Add("<article class=\"example\" data-kind=\"{}\">\n<h3>{}. [{}] {}{}</h3>\n<p class=\"note\">"
+      "{}; example: {}, #{} ({} and {} kernels){}</p>\n",
       FusionDifferenceKindName(d.kind), i + 1, FusionDifferenceKindName(d.kind),
       d.kind == FusionDifferenceKind::kModule ? "" : StrCat("<code>", HtmlEscaped(d.op), "</code>"),
-      d.scope.empty() ? "" : StrCat(" under ", ScopeHtml(d.scope)), HtmlEscaped(Label(d.fused_by)),
-      StepText(d.example_step), d.example_index, d.sides[Side::kTrace1].example.size(),
-      d.sides[Side::kTrace2].example.size(),
+      d.scope.empty() ? "" : StrCat(" under ", ScopeHtml(d.scope)),
+      HtmlEscaped(FusionVerdict(d, context_.labels)), StepText(d.example_step), d.example_index,
+      d.sides[Side::kTrace1].example.size(), d.sides[Side::kTrace2].example.size(),
       columns.size() > kMaxAlignedColumns
           ? fmt::format("; the first {} of {} columns", kMaxAlignedColumns, columns.size())
           : "");
   if (d.kind == FusionDifferenceKind::kModule) {
     for (Side s : kSides) {
       const std::vector<std::string>& names = d.sides[s].ops;
-      doc_.Append("<p class=\"note\">{} ops: {}</p>\n", HtmlEscaped(Label(s)),
-                  NameList(names, names.size(), kMaxExampleRows));
+      Add("<p class=\"note\">{} ops: {}</p>\n", HtmlEscaped(Label(s)),
+          NameList(names, names.size(), kMaxExampleRows));
     }
   }
-  doc_.Append(AlignedStrip(columns, kernels, [&](Side s, uint32_t k, bool same_type) {
+  Add(AlignedStrip(columns, kernels, [&](Side s, uint32_t k, bool same_type) {
     const FusionKernel& kernel = d.sides[s].example[k];
-    const bool involved = !same_type || (s == d.fused_by && kernel.family == d.fused_kernel);
+    const bool involved =
+        !same_type || kernel.extra || (s == d.fused_by && kernel.family == d.fused_kernel);
     return SequenceCell{Colour(kernels[s][k].category), !involved,
                         fmt::format("{} ({}, {:.1f} us)", Shorten(kernel.family, kNameChars),
                                     kernel.category, Micros(kernel.time_ns))};
   }));
   ExampleTable(d, columns);
-  doc_.Append("</article>\n");
+  Add("</article>\n");
 }
 
 // The example's kernels as the strip aligns them, readable without hovering (and in print).
 void OpsHtmlPage::ExampleTable(const FusionDifference& d,
                                const std::vector<AlignedColumn>& columns) {
-  doc_.Append(
-      "<table class=\"example-kernels\">\n<tr><th>{0} kernel</th><th>category</th>"
+  Add("<table class=\"example-kernels\">\n<tr><th>{0} kernel</th><th>category</th>"
       "<th class=\"n\">us</th><th>{1} kernel</th><th>category</th><th class=\"n\">us</th></tr>\n",
       HtmlEscaped(Label(Side::kTrace1)), HtmlEscaped(Label(Side::kTrace2)));
   for (size_t i = 0; i < columns.size() && i < kMaxExampleRows; ++i) {
-    doc_.Append(columns[i].same_type ? "<tr>" : "<tr class=\"diff\">");
+    Add(columns[i].same_type ? "<tr>" : "<tr class=\"diff\">");
     for (Side s : kSides) {
       const uint32_t k = columns[i].kernel[s];
       if (k == kNoKernel) {
-        doc_.Append("<td class=\"muted\">&mdash;</td><td></td><td></td>");
+        Add("<td class=\"muted\">&mdash;</td><td></td><td></td>");
         continue;
       }
       const FusionKernel& kernel = d.sides[s].example[k];
       const bool fused = s == d.fused_by && kernel.family == d.fused_kernel;
-      doc_.Append("<td>{}{}</td><td>{}</td><td class=\"n\">{}</td>",
-                  KernelNameCode(kernel.family, kNameChars),
-                  fused ? " <span class=\"muted\">(fused)</span>" : "",
-                  HtmlEscaped(kernel.category), MicrosText(kernel.time_ns));
+      Add("<td>{}{}</td><td>{}</td><td class=\"n\">{}</td>",
+          KernelNameCode(kernel.family, kNameChars),
+          fused ? " <span class=\"muted\">(fused)</span>" : "", HtmlEscaped(kernel.category),
+          MicrosText(kernel.time_ns));
     }
-    doc_.Append("</tr>\n");
+    Add("</tr>\n");
   }
-  doc_.Append("</table>\n");
+  Add("</table>\n");
   if (columns.size() > kMaxExampleRows) {
-    doc_.Append("<p class=\"note\">... and {} more rows</p>\n", columns.size() - kMaxExampleRows);
+    Add("<p class=\"note\">... and {} more rows</p>\n", columns.size() - kMaxExampleRows);
   }
 }
 
@@ -625,6 +641,10 @@ void OpsHtmlPage::Groups() {
 
 std::string OpsHtml(const OpComparison& ops, const OpsContext& context) {
   return OpsHtmlPage(ops, context).Render();
+}
+
+std::string FusionDifferencesHtml(const OpComparison& ops, const OpsContext& context) {
+  return OpsHtmlPage(ops, context).FusionDifferencesOnly();
 }
 
 }  // namespace tracefuse

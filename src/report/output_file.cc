@@ -1,6 +1,7 @@
 #include "tracefuse/report/output_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +24,15 @@ absl::StatusOr<OutputFile> OutputFile::Open(const std::string& path, OnInterrupt
     f.fd_ = STDOUT_FILENO;
     return f;
   }
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    // A device or a pipe (-o /dev/null, -o /dev/stdout, a FIFO) is written where it is: renaming
+    // a file over it would replace the device, and it holds no partial file to protect.
+    f.fd_ = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (f.fd_ < 0) return absl::UnavailableError(StrCat(path, ": ", std::strerror(errno)));
+    f.direct_ = true;
+    return f;
+  }
   f.tmp_ = StrCat(path, ".tmp.", getpid());
   f.fd_ = open(f.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (f.fd_ < 0) return absl::UnavailableError(StrCat(path, ": ", std::strerror(errno)));
@@ -34,6 +44,7 @@ OutputFile::OutputFile(OutputFile&& o) noexcept
       tmp_(std::move(o.tmp_)),
       fd_(o.fd_),
       failed_(o.failed_),
+      direct_(o.direct_),
       on_interrupt_(o.on_interrupt_),
       durability_(o.durability_) {
   o.fd_ = -1;
@@ -41,6 +52,7 @@ OutputFile::OutputFile(OutputFile&& o) noexcept
 }
 
 OutputFile::~OutputFile() {
+  if (direct_ && fd_ >= 0) close(fd_);
   if (!tmp_.empty()) {  // not committed: leave nothing behind
     if (fd_ >= 0) close(fd_);
     unlink(tmp_.c_str());
@@ -65,6 +77,13 @@ absl::Status OutputFile::Append(std::string_view data) {
 }
 
 absl::Status OutputFile::Commit() {
+  if (direct_) {
+    const int err = close(fd_) != 0 ? errno : 0;
+    fd_ = -1;
+    direct_ = false;
+    if (err != 0) return absl::UnavailableError(StrCat(path_, ": ", std::strerror(err)));
+    return absl::OkStatus();
+  }
   if (tmp_.empty()) return absl::OkStatus();  // standard output
   if (InterruptSignal() != 0 && on_interrupt_ == OnInterrupt::kAbandon)
     return InterruptedError(StrCat("before ", path_, " was complete"));

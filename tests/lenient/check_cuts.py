@@ -92,6 +92,20 @@ VOLATILE = {"trace", "bytes", "file_bytes", "compressed", "elapsed_seconds", "gb
             "cpu_seconds", "truncated"}
 
 
+def without_chunk_offsets(value):
+    """`value` with the byte offsets of "... near byte N" reasons (a path's reason names the chunk
+    where the reading noticed it, and chunks begin where the file's size puts them) left out."""
+    import re
+
+    if isinstance(value, dict):
+        return {k: without_chunk_offsets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_chunk_offsets(v) for v in value]
+    if isinstance(value, str):
+        return re.sub(r"near byte [0-9]+", "near byte N", value)
+    return value
+
+
 def stats(tracefuse, path, lenient):
     code, out, err = run(tracefuse, ["stats", path, "--format", "json", "--threads", "2"] +
                          (["--lenient"] if lenient else []))
@@ -125,6 +139,7 @@ def check_cut(tracefuse, text, lay, cut, tmp, compressed_file=None):
                                                             else kept), (cut, t)
     assert t["dropped_events"] == (1 if inside else 0) and t["cut"].startswith(position), (cut, t)
     assert t["dropped_bytes"] == t["input_bytes"] - t["kept_bytes"], (cut, t)
+    got, want = without_chunk_offsets(got), without_chunk_offsets(want)
     for key in set(got) | set(want):
         if key not in VOLATILE:
             assert got.get(key) == want.get(key), f"cut {cut}: {key}: {got.get(key)} != {want.get(key)}"

@@ -76,19 +76,21 @@ def expectations(report, linked, matched, complete, flops):
 
 
 def classifier(binary, traces, platforms):
-    """categorize(side, name): the kernel categories of `tracefuse classify`, which golden tests
-    check on their own, for the platform the report detected on each side."""
-    categories = []
+    """(categorize(side, name), role_of(side, name)): the kernel categories of `tracefuse
+    classify`, which golden tests check on their own, for the platform the report detected on
+    each side, and the kernels' roles (data/kernel-roles.yaml) that `classify --roles` adds."""
+    categories, roles = [], []
     for trace, platform in zip(traces, platforms):
         names = sorted({k[1] for k in trace.kernels})
-        command = [binary, "classify", "--input", "jsonl"]
+        command = [binary, "classify", "--input", "jsonl", "--roles"]
         if platform in ("AMD", "NVIDIA"):
             command += ["--platform", platform.lower()]
         run = subprocess.run(command, input="".join(json.dumps(n) + "\n" for n in names),
                              capture_output=True, text=True, check=True)
-        categories.append({r["name"]: r["category"]
-                           for r in map(json.loads, run.stdout.splitlines())})
-    return lambda side, name: categories[side][name]
+        records = [json.loads(line) for line in run.stdout.splitlines()]
+        categories.append({r["name"]: r["category"] for r in records})
+        roles.append({r["name"]: oracle.Role.of(r) for r in records})
+    return (lambda side, name: categories[side][name]), (lambda side, name: roles[side][name])
 
 
 def main(argv):
@@ -121,9 +123,9 @@ def main(argv):
         return 1
     actual = json.loads(run.stdout)
     traces = (oracle.Trace(trace1), oracle.Trace(trace2))
-    categorize = classifier(binary, traces, [t["platform"] for t in actual["traces"]])
+    categorize, role_of = classifier(binary, traces, [t["platform"] for t in actual["traces"]])
     expected = oracle.report(traces[0], traces[1], oracle_options["--top"],
-                             oracle_options["--max-edit-distance"], categorize)
+                             oracle_options["--max-edit-distance"], categorize, role_of)
     found = list(differences(expected, actual))
     found += list(extra_keys(expected["fusion_differences"], actual.get("fusion_differences"),
                              "$.fusion_differences"))

@@ -14,8 +14,10 @@ usage: oracle.py TRACE1 TRACE2 [--top N] [--max-edit-distance N]
 """
 import gzip
 import json
+import os
 import re
 import sys
+from collections import namedtuple
 
 KERNEL_CATS = {"kernel", "Kernel"}
 OP_CATS = {"cpu_op", "Operator"}
@@ -824,8 +826,9 @@ def ratio(a, b):
     return None if b == 0 else a / b
 
 
-def report(t1, t2, top=20, edit_cap=2000, categorize=None):
-    """categorize(side, kernel name) -> category; without it, no fusion differences."""
+def report(t1, t2, top=20, edit_cap=2000, categorize=None, role_of=None):
+    """categorize(side, kernel name) -> category, role_of(side, kernel name) -> Role (default: a
+    plain main kernel); without categorize, no fusion differences."""
     seq1, seq2 = t1.sequences(), t2.sequences()
     table, groups, instances = {}, [], []
     steps = sorted(set(seq1) | set(seq2), key=lambda s: (s is None, s or 0))
@@ -886,12 +889,52 @@ def report(t1, t2, top=20, edit_cap=2000, categorize=None):
     out = {"traces": traces, "matched_ops": len(instances), "ops": ops,
            "unmatched_groups": unmatched, "top_instances": top_instances[:top]}
     if categorize is not None:
-        out["fusion_differences"] = fusion_differences(seq1, instances, groups, categorize)
+        out["fusion_differences"] = fusion_differences(seq1, seq2, instances, groups, categorize,
+                                                       role_of or (lambda side, name: MAIN))
     return out
 
 
-# Fusion differences (docs/reports.md, "Fusion differences by operator"), from the same alignment.
+# Fusion differences (op_compare.h, FindFusionDifferences() and FusionRelation; docs/reports.md,
+# "Fusion differences by operator"), from the same alignment, written a second time from the spec.
 KIND_ORDER = {"op": 0, "module": 1, "graph": 2}
+RELATION_ORDER = {"split": 0, "fusion": 1, "algorithm": 2}
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir)
+
+
+class Role(namedtuple("Role", "helper serves covers")):
+    """A kernel's role (data/kernel-roles.yaml): a main kernel (helper "") that may state the
+    operations it fuses (covers), or a helper of the operations (categories) it serves, "any"
+    meaning whatever main kernel comes next."""
+
+    @staticmethod
+    def of(record):
+        """From a line of `tracefuse classify --roles`."""
+        if record.get("role") == "helper":
+            return Role(record["helper"], tuple(record["serves"]), ())
+        return Role("", (), tuple(record.get("covers", ())))
+
+    def serves_category(self, category):
+        return bool(self.helper) and ("any" in self.serves or category in self.serves)
+
+
+MAIN = Role("", (), ())
+
+
+class RolesData:
+    """What data/kernel-roles.yaml says of categories (heavy, absorbs), and the rule set's
+    category order, by which the side with more kernels is chosen when the counts tie."""
+
+    def __init__(self, roles_path=None, rules_path=None):
+        import yaml
+        with open(roles_path or os.path.join(ROOT, "data", "kernel-roles.yaml")) as f:
+            doc = yaml.safe_load(f)
+        self.heavy = set(doc.get("heavy") or ())
+        self.absorbs_map = {k: set(v) for k, v in (doc.get("absorbs") or {}).items()}
+        with open(rules_path or os.path.join(ROOT, "data", "rules", "tracefuse.yaml")) as f:
+            self.order = {c: i for i, c in enumerate(yaml.safe_load(f)["categories"])}
+
+    def absorbs(self, by, category):
+        return by == category or category in self.absorbs_map.get(by, ())
 
 
 def start_order(units):
@@ -902,72 +945,280 @@ def start_order(units):
     return run
 
 
-def pieces(kind, types1, types2):
-    """(range1, range2, fused side, extras, fused position) for each difference of a pair."""
-    more = 0 if len(types1) > len(types2) else 1
+class Operation:
+    """A main kernel and the helpers that serve it (main None: a helper that serves no neighbour,
+    alone); key: the main kernel's category (the lone helper's)."""
+
+    def __init__(self, key, main, kernels):
+        self.key, self.main, self.kernels = key, main, kernels
+
+    def span(self):
+        return self.kernels[0], self.kernels[-1] + 1
+
+
+def operations(seq):
+    """seq: [(category, Role)] in start order -> its operations, in order of their main kernel
+    (or lone helper)."""
+    n = len(seq)
+    is_main = [not role.helper for _, role in seq]
+    owner = list(range(n))  # position of the main kernel a kernel belongs to; None: alone
+    for i in range(n):
+        if is_main[i]:
+            continue
+        role = seq[i][1]
+        before = i  # across the other helpers next to it
+        while before > 0 and not is_main[before - 1]:
+            before -= 1
+        after = i
+        while after < n and not is_main[after]:
+            after += 1
+        prev = before - 1 if before > 0 else None
+        nxt = after if after < n else None
+        if "any" in role.serves:
+            owner[i] = nxt if nxt is not None else prev
+        elif prev is not None and seq[prev][0] in role.serves:
+            owner[i] = prev
+        elif nxt is not None and seq[nxt][0] in role.serves:
+            owner[i] = nxt
+        else:
+            owner[i] = None
+    ops, op_at = [], {}
+    for i in range(n):
+        if owner[i] is None:
+            ops.append(Operation(seq[i][0], None, [i]))
+        elif owner[i] == i:
+            op_at[i] = len(ops)
+            ops.append(Operation(seq[i][0], i, []))
+    for i in range(n):
+        if owner[i] is not None:
+            ops[op_at[owner[i]]].kernels.append(i)
+    return ops
+
+
+def role_rank(role):
+    """A total order of roles that does not depend on the traces: a plain main kernel first."""
+    return (0,) if role == MAIN else (1, role.helper, role.serves, role.covers)
+
+
+def pieces(types1, types2, data, more=None):
+    """The differences within one pair of kernel sequences [(category, Role)]: dicts with
+    `ranges` ([begin, end) of each side), `relation`, `fused` (the side with fewer kernels: 0, 1),
+    `extras` (positions on the other side) and `fused_at` (a position on the fused side, None for
+    "algorithm"). `more` (0, 1) overrides the side aligned first (tests only)."""
     seqs = (types1, types2)
-    a, b = seqs[more], seqs[1 - more]
-    matches = diff(a, b)
+
+    def content(seq):
+        # Kernel count, then each kernel's category (the rule set's order) and whether it is a
+        # helper (a helper first); then, so that no tie depends on which trace is which, the
+        # roles themselves.
+        return (len(seq), [(data.order[c], 1 if not r.helper else 0) for c, r in seq],
+                [role_rank(r) for _, r in seq])
+
+    if more is None:
+        more = 0 if content(types1) > content(types2) else 1
+    fewer = 1 - more
+    ops = (operations(types1), operations(types2))
+    # An operation is aligned by what it is: its category and the roles of its helpers (of a lone
+    # helper, its own role).
+    keys = [[(op.key, tuple(sorted((seqs[s][k][1] for k in op.kernels if k != op.main),
+                                   key=role_rank)))
+             for op in ops[s]] for s in (0, 1)]
+    heavy = [[op.key in data.heavy for op in ops[s]] for s in (0, 1)]
+
+    # Myers' diff of the keys, more side first; each match moved to the earliest operation of its
+    # key after the previous match, on both sides.
+    matches = []
+    floor = {more: 0, fewer: 0}
+    for pair in diff(keys[more], keys[fewer]):
+        at = {}
+        for side, p in ((more, pair[0]), (fewer, pair[1])):
+            at[side] = next(x for x in range(floor[side], p + 1) if keys[side][x] == keys[side][p])
+            floor[side] = at[side] + 1
+        matches.append(at)
+    partner = [[None] * len(ops[0]), [None] * len(ops[1])]
+    column = [[None] * len(ops[0]), [None] * len(ops[1])]
+    col = 0
+    nxt = {more: 0, fewer: 0}
+    for at in matches + [{more: len(ops[more]), fewer: len(ops[fewer])}]:
+        for side in (more, fewer):  # unmatched: the more side's first
+            for x in range(nxt[side], at[side]):
+                column[side][x] = col
+                col += 1
+        if at[more] < len(ops[more]):
+            partner[more][at[more]], partner[fewer][at[fewer]] = at[fewer], at[more]
+            column[more][at[more]] = column[fewer][at[fewer]] = col
+            col += 1
+        nxt = {more: at[more] + 1, fewer: at[fewer] + 1}
+
+    def regions_of(pairs):
+        """Anchors: matched heavy pairs, those in order on both sides (in the more side's order,
+        each after the last one kept on the other side); per side, each operation's anchors
+        before it."""
+        anchor, last = [set(), set()], -1
+        for i, j in sorted(pairs):
+            if j > last:
+                anchor[more].add(i)
+                anchor[fewer].add(j)
+                last = j
+        region = [[sum(1 for a in anchor[s] if a < x) for x in range(len(ops[s]))]
+                  for s in (0, 1)]
+        return anchor, region
+
+    heavy_pairs = [(at[more], at[fewer]) for at in matches if heavy[more][at[more]]]
+    anchor, region = regions_of(heavy_pairs)
+
+    # Pairs again the unmatched operations of one category that differ in their helpers or moved:
+    # an unmatched one of the more side with the first unmatched one of its category on the
+    # other side within two columns or between the same anchors. Heavy ones close stretches too.
+    for i in range(len(ops[more])):
+        if partner[more][i] is not None:
+            continue
+        for j in range(len(ops[fewer])):
+            if (partner[fewer][j] is None and ops[fewer][j].key == ops[more][i].key
+                    and (abs(column[more][i] - column[fewer][j]) <= 2
+                         or region[more][i] == region[fewer][j])):
+                partner[more][i], partner[fewer][j] = j, i
+                if heavy[more][i]:
+                    heavy_pairs.append((i, j))
+                break
+    anchor, region = regions_of(heavy_pairs)
+
     out = []
 
-    def emit(ra, rb, fused, extras, fused_at):
-        ranges = [None, None]
-        ranges[more], ranges[1 - more] = ra, rb
-        if not all(t == "Communication" for t in extras):
-            out.append((ranges[0], ranges[1], fused, extras, fused_at))
+    def only_communication(side, extras):
+        return all(seqs[side][k][0] == "Communication" for k in extras)
 
-    if kind != "graph":
-        matched_a = {i for i, _ in matches}
-        matched_b = {j for _, j in matches}
-        extras = [a[i] for i in range(len(a)) if i not in matched_a]
-        free_b = [j for j in range(len(b)) if j not in matched_b]
-        if free_b:
-            fused_at = free_b[0]
-        else:
-            first_extra = min(i for i in range(len(a)) if i not in matched_a)
-            before = [j for i, j in matches if i < first_extra]
-            fused_at = before[-1] if before else matches[0][1]
-        emit((0, len(a)), (0, len(b)), 1 - more, extras, fused_at)
-        return out
-    i0 = j0 = 0
-    for i, j in matches + [(len(a), len(b))]:
-        if i - i0 != j - j0:
-            fused = 1 - more if j - j0 < i - i0 else more
-            ra, rb = [i0, i], [j0, j]
-            unfused_range = ra if fused != more else rb
-            extras = list((a if fused != more else b)[unfused_range[0]:unfused_range[1]])
-            fused_range = rb if fused != more else ra
-            if fused_range[0] == fused_range[1]:
-                if i0 > 0 or j0 > 0:
-                    ra[0] -= 1
-                    rb[0] -= 1
-                    fused_at = fused_range[0]
-                else:
-                    fused_at = fused_range[1]
-                    ra[1] += 1
-                    rb[1] += 1
+    # Splits: matched operations whose kernel counts differ.
+    for i in range(len(ops[more])):
+        if partner[more][i] is None:
+            continue
+        pair = [None, None]
+        pair[more], pair[fewer] = ops[more][i], ops[fewer][partner[more][i]]
+        if len(pair[0].kernels) == len(pair[1].kernels):
+            continue
+        fused = 0 if len(pair[0].kernels) < len(pair[1].kernels) else 1
+        unfused = 1 - fused
+        # The unfused operation's kernels the fused one has no partner for: the main kernels
+        # pair up; each helper takes the first free helper of the same category and role.
+        free = [k for k in pair[fused].kernels if k != pair[fused].main]
+        extras = []
+        for k in pair[unfused].kernels:
+            if k == pair[unfused].main and pair[fused].main is not None:
+                continue
+            same = [f for f in free if seqs[fused][f] == seqs[unfused][k]]
+            if same:
+                free.remove(same[0])
             else:
-                fused_at = fused_range[0]
-            emit(tuple(ra), tuple(rb), fused, extras, fused_at)
-        i0, j0 = i + 1, j + 1
+                extras.append(k)
+        if only_communication(unfused, extras):
+            continue
+        f = pair[fused]
+        out.append(dict(ranges=[pair[0].span(), pair[1].span()], relation="split", fused=fused,
+                        extras=extras, fused_at=f.main if f.main is not None else f.kernels[0]))
+
+    # Between consecutive anchors: the unmatched operations of each side.
+    regions = len(anchor[0]) + 1
+    unmatched = [[[] for _ in range(regions)] for _ in (0, 1)]
+    matched = [[[] for _ in range(regions)] for _ in (0, 1)]  # with the anchors around them
+    for s in (0, 1):
+        for x in range(len(ops[s])):
+            r = region[s][x]
+            if x in anchor[s]:
+                matched[s][r].append(x)
+                matched[s][r + 1].append(x)
+            elif partner[s][x] is not None:
+                matched[s][r].append(x)
+            else:
+                unmatched[s][r].append(x)
+
+    def covers(fused, k, e, is_unmatched):
+        (kc, kr), (ec, er) = seqs[fused][k], seqs[1 - fused][e]
+        can = kc == ec or ec in kr.covers or data.absorbs(kc, ec)
+        if ec in data.heavy:
+            return kc in data.heavy and can if is_unmatched else kc == ec
+        return can or er.serves_category(kc)
+
+    for r in range(regions):
+        count = [sum(len(ops[s][x].kernels) for x in unmatched[s][r]) for s in (0, 1)]
+        if count[0] == count[1]:
+            continue
+        fused = 0 if count[0] < count[1] else 1
+        unfused = 1 - fused
+        extras = sorted(k for x in unmatched[unfused][r] for k in ops[unfused][x].kernels)
+        if only_communication(unfused, extras):
+            continue
+        # The covering kernel: a main kernel of the fused side, its unmatched operations first,
+        # then the one whose category or stated operations name the most extras, then the one
+        # nearest to the first extra in the alignment.
+        where = column[unfused][unmatched[unfused][r][0]]
+
+        def named(k):
+            kc, kr = seqs[fused][k]
+            return sum(1 for e in extras if seqs[unfused][e][0] == kc
+                       or seqs[unfused][e][0] in kr.covers)
+
+        candidates = sorted(
+            (is_matched, -named(ops[fused][x].main), abs(column[fused][x] - where), x)
+            for is_matched, group in ((0, unmatched[fused][r]), (1, matched[fused][r]))
+            for x in group if ops[fused][x].main is not None)
+        covering = None
+        for is_matched, _, _, x in candidates:
+            if all(covers(fused, ops[fused][x].main, e, not is_matched) for e in extras):
+                covering = x
+                break
+        involved = [(s, x) for s in (0, 1) for x in unmatched[s][r]]
+        if covering is not None:
+            fused_at = ops[fused][covering].main
+            involved.append((fused, covering))
+            kc = seqs[fused][fused_at][0]
+            helpers = all(seqs[unfused][e][1].serves_category(kc) for e in extras)
+            relation = "split" if helpers else "fusion"
+        elif unmatched[fused][r]:
+            fused_at, relation = None, "algorithm"
+        else:
+            continue  # nothing on the fused side could do the extras' work
+        # Columns of the involved operations, and of their partners (an operation paired again
+        # after the diff stands apart from its partner).
+        spanned = [column[s][x] for s, x in involved]
+        spanned += [column[1 - s][partner[s][x]] for s, x in involved if partner[s][x] is not None]
+        lo, hi = min(spanned), max(spanned)
+        ranges = []
+        for s in (0, 1):
+            inside = [ops[s][x].span() for x in range(len(ops[s])) if lo <= column[s][x] <= hi]
+            ranges.append((min(b for b, _ in inside), max(e for _, e in inside)) if inside
+                          else (0, 0))
+        out.append(dict(ranges=ranges, relation=relation, fused=fused, extras=extras,
+                        fused_at=fused_at))
+    out.sort(key=lambda p: (p["ranges"][more], RELATION_ORDER[p["relation"]]))
     return out
 
 
-def fusion_differences(seq1, instances, groups, categorize):
-    """categorize(side, kernel name) -> category."""
-    index = {}
-    for units in seq1.values():
-        for i, u in enumerate(units):
-            index[id(u)] = i + 1
-    candidates = []  # (kind, step, scope, ops, (units1, units2))
+def fusion_differences(seq1, seq2, instances, groups, categorize, role_of, data=None):
+    """categorize(side, kernel name) -> category; role_of(side, kernel name) -> Role."""
+    data = data or RolesData()
+    position = [{}, {}]  # id(unit) -> its position in its step
+    for side, seq in ((0, seq1), (1, seq2)):
+        for units in seq.values():
+            for i, u in enumerate(units):
+                position[side][id(u)] = i
+    candidates = []  # (kind, step, scope, (units1, units2))
     steps = sorted({i[0] for i in instances} | {g[0] for g in groups},
                    key=lambda s: (s is None, s or 0))
     for step in steps:
+        replays = ([], [])
         for st, _, u1, u2 in instances:
-            if st != step or not u1["run"] or not u2["run"] or len(u1["run"]) == len(u2["run"]):
+            if st != step:
                 continue
-            kind = "graph" if u1["graph"] and u2["graph"] else "op"
-            candidates.append((kind, step, "/".join(u1["scope"]), ([u1], [u2])))
+            if u1["graph"] and u2["graph"]:
+                replays[0].append(u1)
+                replays[1].append(u2)
+            elif u1["run"] and u2["run"] and len(u1["run"]) != len(u2["run"]):
+                candidates.append(("op", step, "/".join(u1["scope"]), ([u1], [u2])))
+        if replays[0]:
+            # One candidate for all the step's replays, each side's in its step order.
+            units2 = sorted(replays[1], key=lambda u: position[1][id(u)])
+            candidates.append(("graph", step, "/".join(replays[0][0]["scope"]),
+                               (replays[0], units2)))
         for st, (s1, s2) in groups:
             if st != step:
                 continue
@@ -978,58 +1229,87 @@ def fusion_differences(seq1, instances, groups, categorize):
     found = {}  # signature -> totals, in the order first seen
     for kind, step, scope, units in candidates:
         runs = [start_order(units[0]), start_order(units[1])]
-        types = [[categorize(side, name) for name, _ in runs[side]] for side in (0, 1)]
+        types = [[(categorize(s, name), role_of(s, name)) for name, _ in runs[s]] for s in (0, 1)]
+        # A difference's identity holds the op (op, graph) or the stretch's ops (module): a step's
+        # replays, however many, are its graph candidate's ops, each name once.
         ops = [tuple(u["name"] for u in units[0]), tuple(u["name"] for u in units[1])]
-        for r1, r2, fused, extras, fused_at in pieces(kind, types[0], types[1]):
-            ranges = (r1, r2)
-            sig = (kind, scope, ops[0], ops[1], tuple(types[0][r1[0]:r1[1]]),
-                   tuple(types[1][r2[0]:r2[1]]))
+        if kind == "graph":
+            ops = [tuple(dict.fromkeys(o)) for o in ops]
+        for p in pieces(types[0], types[1], data):
+            ranges, fused = p["ranges"], p["fused"]
+            unfused = 1 - fused
+            at = [ranges[s][0] for s in (0, 1)]
+            sig = (kind, scope, ops[0], ops[1],
+                   tuple(types[0][ranges[0][0]:ranges[0][1]]),
+                   tuple(types[1][ranges[1][0]:ranges[1][1]]),
+                   p["relation"], fused,
+                   None if p["fused_at"] is None else p["fused_at"] - at[fused],
+                   tuple(e - at[unfused] for e in p["extras"]))
             times = [sum(d for _, d in runs[s][ranges[s][0]:ranges[s][1]]) for s in (0, 1)]
-            entry = found.setdefault(sig, dict(instances=0, times=[0, 0], best=-1, fused=fused,
-                                               extras=extras,
-                                               fused_at=fused_at - ranges[fused][0]))
+            entry = found.setdefault(sig, dict(instances=0, times=[0, 0], extra_time=0, best=-1))
             entry["instances"] += 1
             entry["times"][0] += times[0]
             entry["times"][1] += times[1]
+            entry["extra_time"] += sum(runs[unfused][e][1] for e in p["extras"])
             if abs(times[0] - times[1]) > entry["best"]:
                 entry["best"] = abs(times[0] - times[1])
-                entry["example"] = (step, index[id(units[0][0])],
-                                    [runs[s][ranges[s][0]:ranges[s][1]] for s in (0, 1)])
+                example = []
+                for s in (0, 1):
+                    extra = set(p["extras"]) if s == unfused else set()
+                    example.append([
+                        {"name": family(name), "type": categorize(s, name), "time_us": us(d),
+                         "extra": k in extra}
+                        for k, (name, d) in enumerate(runs[s]) if ranges[s][0] <= k < ranges[s][1]])
+                entry["example"] = (step, position[0][id(units[0][0])] + 1, example)
     out = []
-    for (kind, scope, ops1, ops2, types1, types2), e in found.items():
+    for sig, e in found.items():
+        kind, scope, ops1, ops2, types1, types2, relation, fused, fused_at, _ = sig
         n = e["instances"]
-        fused = e["fused"]
+        unfused = 1 - fused
         step, idx, example = e["example"]
         sides = []
         for s, (ops, types) in enumerate(((ops1, types1), (ops2, types2))):
             counts = {}
-            for t in types:
-                counts[t] = counts.get(t, 0) + n
+            for category, _ in types:
+                counts[category] = counts.get(category, 0) + n
             sides.append({"ops": list(ops), "kernels": len(types) * n, "categories": counts,
-                          "time_us": us(e["times"][s]), "kernel_types": list(types)})
-        extras = {}
-        for t in e["extras"]:
-            extras[t] = extras.get(t, 0) + n
-        saving = e["times"][1 - fused] - e["times"][fused]
+                          "time_us": us(e["times"][s]),
+                          "kernel_types": [category for category, _ in types]})
+        extra_categories, extra_kernels = {}, {}
+        for k in example[unfused]:
+            if k["extra"]:
+                extra_categories[k["type"]] = extra_categories.get(k["type"], 0) + n
+                extra_kernels[(k["name"], k["type"])] = extra_kernels.get((k["name"], k["type"]),
+                                                                          0) + n
+        fused_kernel = None if fused_at is None else example[fused][fused_at]
         out.append({
             "kind": kind, "scope": scope, "op": None if kind == "module" else ops1[0],
-            "fused_by": ("trace1", "trace2")[fused], "instances": n,
-            "trace1": sides[0], "trace2": sides[1], "extra_categories": extras,
-            "fused_kernel": family(example[fused][e["fused_at"]][0]),
-            "saving_us": us(saving),
-            "example": {"step": step, "index": idx,
-                        "trace1": [{"name": family(k), "type": categorize(0, k),
-                                    "time_us": us(d)} for k, d in example[0]],
-                        "trace2": [{"name": family(k), "type": categorize(1, k),
-                                    "time_us": us(d)} for k, d in example[1]]}})
+            "relation": relation,
+            "fused_by": None if relation == "algorithm" else ("trace1", "trace2")[fused],
+            "instances": n, "trace1": sides[0], "trace2": sides[1],
+            "extra_categories": extra_categories,
+            "extra_kernels": [{"name": name, "category": category, "count": count}
+                              for (name, category), count in
+                              sorted(extra_kernels.items(), key=lambda kv: (-kv[1], kv[0]))],
+            "extra_time_us": us(e["extra_time"]),
+            "fused_kernel": (fused_kernel or {}).get("name") or None,
+            "fused_kernel_category": (fused_kernel or {}).get("type") or None,
+            "saving_us": us(e["times"][unfused] - e["times"][fused]),
+            "example": {"step": step, "index": idx, "trace1": example[0],
+                        "trace2": example[1]},
+            "_fused": fused})
 
     def order(d):
-        unfused, fused = (d["trace2"], d["trace1"]) if d["fused_by"] == "trace1" else \
-            (d["trace1"], d["trace2"])
-        return (-d["saving_us"], KIND_ORDER[d["kind"]], d["scope"], d["op"] or "",
-                unfused["kernel_types"], fused["kernel_types"], unfused["ops"], fused["ops"])
+        fused = d["_fused"]
+        unfused = ("trace1", "trace2")[1 - fused]
+        fused = ("trace1", "trace2")[fused]
+        return (-d["saving_us"], KIND_ORDER[d["kind"]], RELATION_ORDER[d["relation"]], d["scope"],
+                d["op"] or "", d[unfused]["kernel_types"], d[fused]["kernel_types"],
+                d[unfused]["ops"], d[fused]["ops"])
 
     out.sort(key=order)
+    for d in out:
+        del d["_fused"]
     return out
 
 
@@ -1267,9 +1547,67 @@ def self_test():
             os.unlink(path)
 
 
+def fusion_self_test():
+    """Hand-computed pieces of kernel sequences (the spec above FindFusionDifferences()), and that
+    swapping the sequences swaps the sides and nothing else."""
+    data = RolesData()
+    split_k = Role("split-K reduce", ("GEMM", "MoE_GEMM"), ())
+    g, k = ("GEMM", MAIN), ("GEMM", split_k)
+    e, r = ("Elementwise", MAIN), ("RMSNorm", MAIN)
+    add_rms = ("RMSNorm", Role("", (), ("RMSNorm", "Elementwise")))
+    fill = ("Elementwise", Role("fill", ("any",), ()))
+    combine = ("Attention", Role("split-KV combine", ("Attention",), ()))
+    a, comm, softmax, reduce = (("Attention", MAIN), ("Communication", MAIN), ("Softmax", MAIN),
+                                ("Reduce", MAIN))
+
+    # Operations: a fill joins the next main kernel (the previous one at the end), split-K the
+    # GEMM before it; a combine with no attention beside it is an operation alone.
+    got = [(o.key, o.main, o.kernels)
+           for o in operations([fill, g, k, e, combine, reduce, g, fill])]
+    assert got == [("GEMM", 1, [0, 1, 2]), ("Elementwise", 3, [3]), ("Attention", None, [4]),
+                   ("Reduce", 5, [5]), ("GEMM", 6, [6, 7])], got
+
+    def check(types1, types2, expected):
+        got = [(p["ranges"], p["relation"], p["fused"], p["extras"], p["fused_at"])
+               for p in pieces(types1, types2, data)]
+        assert got == expected, (types1, types2, got)
+        back = sorted((p["ranges"][::-1], p["relation"], 1 - p["fused"], p["extras"], p["fused_at"])
+                      for p in pieces(types2, types1, data))
+        assert back == sorted(expected), (types2, types1, back)
+
+    # GEMM + split-K reduction against one GEMM: a split of the matched GEMMs.
+    check([g, k], [g], [([(0, 2), (0, 1)], "split", 1, [1], 0)])
+    # An add and an RMSNorm against a fused add + RMSNorm that states it covers the add (the
+    # collective before them covers nothing): a fusion over the add and its nearest neighbours.
+    check([comm, e, r, g], [comm, add_rms, g], [([(1, 3), (1, 2)], "fusion", 1, [1], 1)])
+    # The same beside a GEMM, which absorbs an add too: the kernel that names the add covers it.
+    check([g, e, r, g], [g, add_rms, g], [([(1, 3), (1, 2)], "fusion", 1, [1], 1)])
+    # Softmax + element-wise against a reduction: nothing on either side covers the other's.
+    check([g, softmax, e, g], [g, reduce, g], [([(1, 3), (1, 2)], "algorithm", 1, [1, 2], None)])
+    # A GEMM only a light kernel could cover: no claim. Extras all collectives: none either.
+    check([a, g, r], [a, r], [])
+    check([g, comm, g], [g, g], [])
+    # The element-wise op moved past the GEMM: paired again, and the GEMM's split-K remains.
+    check([a, g, k, e, a], [a, e, g, a], [([(1, 3), (2, 3)], "split", 1, [2], 2)])
+    # Equal kernel counts: the side aligned first is chosen by content (categories, then helpers
+    # before main kernels), whichever is trace 1. Operations align by category and helpers: the
+    # GEMM with its split-K is trace 2's, which covers trace 1's two GEMMs before it.
+    gelu = ("GEMM", Role("", (), ("GEMM", "GELU")))
+    check([g, gelu, g, k], [g, k, a, a], [([(0, 4), (0, 2)], "fusion", 1, [0, 1], 0)])
+    # The same categories and helpers in the same places, different roles: a fill joins the add
+    # after it, a layout transform with no convolution beside it stands alone. The roles break
+    # the tie (the layout transform's side first): the add with its fill is a split of the plain
+    # add, and the GEMM absorbs the lone layout transform.
+    zero = ("MemCopy", Role("fill", ("any",), ()))
+    layout = ("MemCopy", Role("layout transform", ("Conv",), ()))
+    check([g, zero, e], [g, layout, e],
+          [([(0, 1), (0, 2)], "fusion", 0, [1], 0), ([(1, 3), (2, 3)], "split", 1, [1], 2)])
+
+
 def main(argv):
     if argv == ["--self-test"]:
         self_test()
+        fusion_self_test()
         print("self-test passed")
         return
     top, edit_cap = 20, 2000

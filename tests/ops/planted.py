@@ -5,13 +5,19 @@ The generator writes a pair of eager traces (trace 1 on one platform, trace 2 on
 the `fusion_differences` that `ops --format json` must report for them, built from what it
 planted (times in integer ns). For each seed, layout and thread count this checks:
 
-- `ops A B`: every entry, every field, in order (by saving, ties as FindFusionDifferences()
-  breaks them); time_us == ns / 1000 exactly;
-- `ops B A`: the same entries with fused_by, the trace1/trace2 blocks and the example's sides
-  swapped, and nothing else (the example's index is then trace 2's unit, as the generator says);
-- the expectation does not depend on the layout, and the seeds between them plant every kind,
-  fused by either side;
-- `--plant none` (kernel names, durations and op names differ, counts do not): nothing.
+- `ops A B`: every entry, every field (relation, fused_by, counts, extra kernels, extra time,
+  fused kernel and its category, the example's kernels and which of them are extra), in order (by
+  saving, ties as FindFusionDifferences() breaks them); time_us == ns / 1000 exactly;
+- `ops B A`: the same entries with fused_by (null for an algorithm stays null), the trace1/trace2
+  blocks and the example's sides swapped, and nothing else (the example's index is then trace 2's
+  unit, as the generator says) -- against the expectation, and against `ops A B` itself;
+- the expectation does not depend on the layout, and the seeds between them plant every kind and
+  relation, split and fusion fused by either side;
+- the MoE replay (--replay moe, which --plant replay chooses) is in three graph launches a step,
+  with two adjacent kernels swapped in one layer on one side, in every run that has it; in the
+  controls' run, where both sides run as many kernels, the launches end at different kernels;
+- the controls alone (--plant none, with either replay: kernel names, durations and op names
+  that differ, the replay's pieces and the swapped kernels): nothing.
 
 One line per mismatch; exit 1 when any, 0 when all hold.
 
@@ -25,22 +31,32 @@ import sys
 
 LAYOUTS = ("kineto", "lines", "compact")
 THREADS = (1, 2)
-# seed: (trace 1's platform, layers, planted kinds). Seed 4 leaves the module kind out.
+# seed: (trace 1's platform, layers, planted kinds). Seed 4 leaves the module kind out; `replay`
+# plants in the MoE replay, in every layer (a layer alone on seed 7). A plant's fused side is
+# (seed + plant) % 2, so the seeds of each group between them have each plant fused by each side.
 RUNS = {
     1: ("amd", 3, "op,module,graph"),
     2: ("nvidia", 4, "op,module,graph"),
     3: ("nvidia", 2, "module,graph,op"),
     4: ("amd", 3, "graph,op"),
+    5: ("amd", 2, "replay"),
+    6: ("nvidia", 3, "op,replay"),
+    7: ("amd", 1, "module,replay"),
+    8: ("nvidia", 2, "replay,op,module"),
 }
+CONTROLS = {9: ("amd", 3, "llama"), 10: ("nvidia", 2, "moe")}  # seed: (platform, layers, replay)
 STEPS = 3
 OTHER = {"trace1": "trace2", "trace2": "trace1"}
+SIDES = ("trace1", "trace2")
 
 
-def generate(gen, workdir, name, seed, platform, layers, plant, layout):
+def generate(gen, workdir, name, seed, platform, layers, plant, layout, replay=None):
     paths = [os.path.join(workdir, f"{name}_{layout}_{x}.json") for x in ("a", "b", "expected")]
+    extra = ["--replay", replay] if replay else []
     subprocess.run([gen, "--eager", "--seed", str(seed), "--platform", platform, "--layers",
                     str(layers), "--steps", str(STEPS), "--layout", layout, "--plant", plant,
-                    "-o", paths[0], "--pair-output", paths[1], "--expect", paths[2]], check=True)
+                    "-o", paths[0], "--pair-output", paths[1], "--expect", paths[2]] + extra,
+                   check=True)
     return paths
 
 
@@ -66,14 +82,21 @@ def report_form(entry, reverse):
                 "time_us": s["time_ns"] / 1000, "kernel_types": s["kernel_types"]}
 
     def kernels(ks):
-        return [{"name": k["name"], "type": k["type"], "time_us": k["time_ns"] / 1000} for k in ks]
+        return [{"name": k["name"], "type": k["type"], "time_us": k["time_ns"] / 1000,
+                 "extra": k["extra"]} for k in ks]
 
     example = entry["example"]
+    fused_by = entry["fused_by"]
     return {"kind": entry["kind"], "scope": entry["scope"], "op": entry["op"],
-            "fused_by": OTHER[entry["fused_by"]] if reverse else entry["fused_by"],
+            "relation": entry["relation"],
+            "fused_by": OTHER[fused_by] if reverse and fused_by else fused_by,
             "instances": entry["instances"], "trace1": side(entry[first]),
             "trace2": side(entry[second]), "extra_categories": entry["extra_categories"],
-            "fused_kernel": entry["fused_kernel"], "saving_us": entry["saving_ns"] / 1000,
+            "extra_kernels": entry["extra_kernels"],
+            "extra_time_us": entry["extra_time_ns"] / 1000,
+            "fused_kernel": entry["fused_kernel"],
+            "fused_kernel_category": entry["fused_kernel_category"],
+            "saving_us": entry["saving_ns"] / 1000,
             "example": {"step": example["step"], "index": example["indices"][first],
                         "trace1": kernels(example[first]), "trace2": kernels(example[second])}}
 
@@ -98,20 +121,23 @@ def without_index(entry):
 
 
 def identity(e):
-    """What tells two entries apart: kind, scope, op, each side's ops and kernel categories."""
-    sides = [e.get(t) if isinstance(e.get(t), dict) else {} for t in ("trace1", "trace2")]
-    return json.dumps([e.get("kind"), e.get("scope"), e.get("op")]
+    """What tells two entries apart: kind, relation, scope, op, each side's ops and kernel
+    categories."""
+    sides = [e.get(t) if isinstance(e.get(t), dict) else {} for t in SIDES]
+    return json.dumps([e.get("kind"), e.get("relation"), e.get("scope"), e.get("op")]
                       + [[s.get("ops"), s.get("kernel_types")] for s in sides])
 
 
 def describe(e):
-    """An entry in a line: "op aten::linear under Model/X: [GEMM, Elementwise] vs [GEMM]"."""
-    sides = [e.get(t) if isinstance(e.get(t), dict) else {} for t in ("trace1", "trace2")]
+    """An entry in a line: "fusion op aten::linear under Model/X: [GEMM, Elementwise] vs
+    [GEMM]"."""
+    sides = [e.get(t) if isinstance(e.get(t), dict) else {} for t in SIDES]
     what = [f"{','.join(s.get('ops') or [])} [{', '.join(s.get('kernel_types') or [])}]"
             if e.get("kind") == "module" else f"[{', '.join(s.get('kernel_types') or [])}]"
             for s in sides]
     op = f" {e.get('op')}" if e.get("op") is not None else ""
-    return f"{e.get('kind')}{op} under {e.get('scope')!r}: {what[0]} vs {what[1]}"
+    return (f"{e.get('relation')} {e.get('kind')}{op} under {e.get('scope')!r}: {what[0]} vs "
+            f"{what[1]}")
 
 
 def field_differences(actual, expected, path, out):
@@ -135,7 +161,8 @@ def compare(label, actual, expected, problems):
     got = {identity(e): e for e in actual}
     want = {identity(e): e for e in expected}
     if len(got) != len(actual):
-        problems.append(f"{label}: two entries with the same kind, scope, ops and kernel types")
+        problems.append(f"{label}: two entries with the same kind, relation, scope, ops and "
+                        "kernel types")
     for key, e in want.items():
         if key not in got:
             problems.append(f"{label}: missing {describe(e)} (saving {e['saving_us']} us)")
@@ -152,7 +179,46 @@ def compare(label, actual, expected, problems):
         problems.append(f"{label}: order {order_got} != expected {order_want}")
 
 
-def check_seed(tracefuse, gen, workdir, seed, problems, kinds_fused):
+def replay_kernels(trace):
+    """The names of the trace's graph-replay kernels in start order, each with its launch's
+    correlation id, and how many graph launches the trace has."""
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    launches = {e["args"]["correlation"] for e in events
+                if e.get("name") in ("hipGraphLaunch", "cudaGraphLaunch")}
+    kernels = sorted((e["ts"], e["args"]["correlation"], e["name"]) for e in events
+                     if e.get("cat") == "kernel" and e["args"]["correlation"] in launches)
+    return [(corr, name) for _, corr, name in kernels], len(launches)
+
+
+def replay_controls(pair, label, problems):
+    """The MoE replay's controls are in the pair: each step's replay is three graph launches on
+    each side, and one side runs a layer's quantization before its MoE sort (the other order
+    elsewhere). Returns each side's launch sizes in kernels."""
+    sizes, swapped_any = [], False
+    for side, trace in zip(SIDES, pair):
+        kernels, launches = replay_kernels(trace)
+        if launches != 3 * STEPS:
+            problems.append(f"{label}: {side} has {launches} graph launches, not {3 * STEPS}")
+        order = ["quant" if "dynamic_per_token" in n else "sort" for _, n in kernels
+                 if "dynamic_per_token" in n or "MoeSorting" in n or "moe_align_block_size" in n]
+        pairs = list(zip(order[::2], order[1::2]))
+        if ("sort", "quant") not in pairs:
+            problems.append(f"{label}: {side} never runs the MoE sort before the quantization")
+        swapped_any = swapped_any or ("quant", "sort") in pairs
+        sizes.append([])
+        last = None
+        for corr, _ in kernels:
+            if corr != last:
+                sizes[-1].append(0)
+                last = corr
+            sizes[-1][-1] += 1
+    if not swapped_any:
+        problems.append(f"{label}: no side swaps the MoE sort and the quantization")
+    return sizes
+
+
+def check_seed(tracefuse, gen, workdir, seed, problems, seen):
     platform, layers, plant = RUNS[seed]
     expected_text = None
     for layout in LAYOUTS:
@@ -167,8 +233,10 @@ def check_seed(tracefuse, gen, workdir, seed, problems, kinds_fused):
         expected = json.loads(text)["fusion_differences"]
         if not expected:
             problems.append(f"seed {seed} {layout}: the generator planted nothing")
+        if "replay" in plant.split(","):
+            replay_controls((a, b), f"seed {seed} {layout}", problems)
         for e in expected:
-            kinds_fused.add((e["kind"], e["fused_by"]))
+            seen.add((e["kind"], e["relation"], e["fused_by"]))
         forward = [report_form(e, False) for e in expected]
         backward = [report_form(e, True) for e in expected]
         for threads in THREADS:
@@ -186,16 +254,26 @@ def check_seed(tracefuse, gen, workdir, seed, problems, kinds_fused):
 
 
 def check_controls(tracefuse, gen, workdir, problems):
-    for layout in LAYOUTS:
-        a, b, expected_path = generate(gen, workdir, "controls", 5, "amd", 3, "none", layout)
-        with open(expected_path) as f:
-            if json.load(f)["fusion_differences"]:
-                problems.append(f"controls {layout}: the generator expects differences")
-        for order in ((a, b), (b, a)):
-            label = f"controls {layout} {'A B' if order[0] == a else 'B A'}"
-            got = fusion_differences(tracefuse, *order, 2, problems, label)
-            if got:
-                problems.append(f"{label}: reported {[describe(e) for e in got]}")
+    for seed, (platform, layers, replay) in CONTROLS.items():
+        for layout in LAYOUTS:
+            name = f"controls_{replay}"
+            a, b, expected_path = generate(gen, workdir, name, seed, platform, layers, "none",
+                                           layout, replay)
+            with open(expected_path) as f:
+                if json.load(f)["fusion_differences"]:
+                    problems.append(f"{name} {layout}: the generator expects differences")
+            if replay == "moe":
+                # Both sides run as many kernels: launch sizes that differ are cuts elsewhere.
+                sizes = replay_controls((a, b), f"{name} {layout}", problems)
+                if sum(sizes[0]) != sum(sizes[1]) or sizes[0] == sizes[1]:
+                    problems.append(f"{name} {layout}: launch sizes {sizes[0]} and {sizes[1]}: "
+                                    "not the same kernels cut at different places")
+            for order in ((a, b), (b, a)):
+                for threads in THREADS:
+                    label = f"{name} {layout} {'A B' if order[0] == a else 'B A'} threads {threads}"
+                    got = fusion_differences(tracefuse, *order, threads, problems, label)
+                    if got:
+                        problems.append(f"{label}: reported {[describe(e) for e in got]}")
 
 
 def main(argv):
@@ -204,20 +282,22 @@ def main(argv):
     tracefuse, gen, workdir = argv
     os.makedirs(workdir, exist_ok=True)
     problems = []
-    kinds_fused = set()
+    seen = set()
     for seed in RUNS:
-        check_seed(tracefuse, gen, workdir, seed, problems, kinds_fused)
-    for kind in ("op", "module", "graph"):
-        for side in ("trace1", "trace2"):
-            if (kind, side) not in kinds_fused:
-                problems.append(f"no seed plants a {kind} difference fused by {side}")
+        check_seed(tracefuse, gen, workdir, seed, problems, seen)
+    wanted = [(kind, "fusion", side) for kind in ("op", "module", "graph") for side in SIDES]
+    wanted += [(kind, "split", side) for kind in ("op", "graph") for side in SIDES]
+    wanted += [("graph", "algorithm", None)]
+    for kind, relation, side in wanted:
+        if (kind, relation, side) not in seen:
+            problems.append(f"no seed plants a {relation} of kind {kind} fused by {side}")
     check_controls(tracefuse, gen, workdir, problems)
     for line in problems:
         print(line)
     if problems:
         return 1
     print(f"ok: {len(RUNS)} seeds x {len(LAYOUTS)} layouts x threads {THREADS}, both orders; "
-          "controls empty")
+          f"controls ({', '.join(r for _, _, r in CONTROLS.values())} replays) empty")
     return 0
 
 

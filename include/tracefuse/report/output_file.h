@@ -14,7 +14,8 @@ namespace tracefuse {
 
 // OutputFile is an output written through a temporary file in the same directory and renamed
 // into place by Commit(), so a failed or killed run never leaves a partial file; dropping it
-// uncommitted removes the temporary. "-" is standard output. Append() may be called many times,
+// uncommitted removes the temporary. "-" is standard output; an existing path that is no regular
+// file (/dev/null, a FIFO) is written directly. Append() may be called many times,
 // so a large report is streamed rather than built in memory.
 class OutputFile {
  public:
@@ -44,6 +45,7 @@ class OutputFile {
   std::string tmp_;  // empty for standard output and once committed
   int fd_ = -1;
   bool failed_ = false;
+  bool direct_ = false;  // a device or pipe, written in place
   OnInterrupt on_interrupt_ = OnInterrupt::kAbandon;
   Durability durability_ = Durability::kProcess;
 };
