@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "oneapi/tbb/parallel_invoke.h"
 #include "tracefuse/kernel_roles.h"
 #include "tracefuse/op_compare.h"
