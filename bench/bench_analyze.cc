@@ -8,10 +8,10 @@
 #include <map>
 #include <set>
 
-#include "analyze_internal.h"
-#include "tracefuse/analyze.h"
-#include "tracefuse/pipeline.h"
-#include "tracefuse/reduce.h"
+#include "analyze/fusion/internal.h"
+#include "tracefuse/analyze/fusion.h"
+#include "tracefuse/pipeline/flow_graph.h"
+#include "tracefuse/reduce/trace_profile.h"
 
 namespace tracefuse::bench {
 namespace {

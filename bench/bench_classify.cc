@@ -8,8 +8,8 @@
 #include <benchmark/benchmark.h>
 
 #include "bench_input.h"
-#include "tracefuse/classify.h"
-#include "tracefuse/strings.h"
+#include "tracefuse/base/strings.h"
+#include "tracefuse/classify/classifier.h"
 
 namespace tracefuse::bench {
 namespace {

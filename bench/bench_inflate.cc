@@ -12,7 +12,7 @@
 #include <map>
 
 #include "bench_input.h"
-#include "tracefuse/io.h"
+#include "tracefuse/io/byte_source.h"
 
 namespace tracefuse::bench {
 namespace {

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "simdjson.h"
-#include "tracefuse/parse.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/parse/chunk_parser.h"
+#include "tracefuse/pipeline/flow_graph.h"
 
 namespace tracefuse::bench {
 

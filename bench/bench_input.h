@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tracefuse/scan.h"
+#include "tracefuse/scan/event_chunker.h"
 
 namespace tracefuse::bench {
 

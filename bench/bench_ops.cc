@@ -9,10 +9,10 @@
 #include <fstream>
 
 #include "bench_input.h"
-#include "tracefuse/analyze.h"
-#include "tracefuse/op_compare.h"
-#include "tracefuse/op_tree.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/analyze/fusion.h"
+#include "tracefuse/analyze/op_compare.h"
+#include "tracefuse/pipeline/flow_graph.h"
+#include "tracefuse/reduce/op_tree.h"
 
 namespace tracefuse::bench {
 namespace {

@@ -4,7 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include "bench_input.h"
-#include "tracefuse/parse.h"
+#include "tracefuse/parse/chunk_parser.h"
 
 namespace tracefuse::bench {
 namespace {

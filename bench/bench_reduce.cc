@@ -6,8 +6,8 @@
 #include <random>
 
 #include "bench_input.h"
-#include "tracefuse/parse.h"
-#include "tracefuse/reduce.h"
+#include "tracefuse/parse/chunk_parser.h"
+#include "tracefuse/reduce/trace_profile.h"
 
 namespace tracefuse::bench {
 namespace {

@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "bench_input.h"
-#include "tracefuse/io.h"
-#include "tracefuse/scan.h"
+#include "tracefuse/io/byte_source.h"
+#include "tracefuse/scan/event_chunker.h"
 
 namespace tracefuse::bench {
 namespace {

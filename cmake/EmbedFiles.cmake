@@ -1,17 +1,8 @@
-# Writes OUTPUT, a C++ file defining tracefuse::SYMBOL, an array of EmbeddedFile, and COUNT, its
-# length, from the files listed in INPUTS (a '|'-separated list); it includes HEADER, which
-# declares them. SYMBOL, COUNT and HEADER default to the rule sets' kEmbeddedRules,
-# kEmbeddedRuleCount and embedded_rules.h. Run as
-# `cmake -DOUTPUT=... -DINPUTS=... [-DSYMBOL=... -DCOUNT=... -DHEADER=...] -P EmbedFiles.cmake`.
-if(NOT SYMBOL)
-  set(SYMBOL kEmbeddedRules)
-endif()
-if(NOT COUNT)
-  set(COUNT kEmbeddedRuleCount)
-endif()
-if(NOT HEADER)
-  set(HEADER embedded_rules.h)
-endif()
+# Writes OUTPUT, a C++ file defining tracefuse::SYMBOL, an array of EmbeddedFile
+# (tracefuse/base/embedded_file.h), and COUNT, its length, from the files listed in INPUTS (a
+# '|'-separated list); it includes HEADER, which declares them. Run by tracefuse_embed()
+# (cmake/Stages.cmake) as
+# `cmake -DOUTPUT=... -DINPUTS=... -DSYMBOL=... -DCOUNT=... -DHEADER=... -P EmbedFiles.cmake`.
 string(REPLACE "|" ";" INPUTS "${INPUTS}")
 set(body "")
 set(entries "")

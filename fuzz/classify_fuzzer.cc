@@ -16,8 +16,8 @@
 #include "absl/strings/ascii.h"
 #include "fmt/format.h"
 #include "fuzz_check.h"
-#include "tracefuse/classify.h"
-#include "tracefuse/op_tree.h"
+#include "tracefuse/classify/classifier.h"
+#include "tracefuse/reduce/op_tree.h"
 
 namespace tracefuse {
 namespace {

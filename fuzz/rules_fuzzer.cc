@@ -18,7 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "fmt/format.h"
 #include "fuzz_check.h"
-#include "tracefuse/classify.h"
+#include "tracefuse/classify/classifier.h"
 
 namespace tracefuse {
 namespace {

@@ -1,6 +1,6 @@
 // trace_fuzzer: any bytes as a whole trace, read the way `tracefuse` reads a file: through
-// ProfileTraces (pipeline.h), so through the byte source (plain, gzip, zstd), the chunker and the
-// exact splitter, the chunk parser, classification and the reducer.
+// ProfileTraces (pipeline/flow_graph.h), so through the byte source (plain, gzip, zstd), the
+// chunker and the exact splitter, the chunk parser, classification and the reducer.
 //
 // Byte 0 of an input says how the rest reaches the reader (Handover); the rest is the trace. The
 // trace is written to a memfd and read by its /proc path: a regular file, so plain input is cut
@@ -30,9 +30,9 @@
 
 #include "fmt/format.h"
 #include "fuzz_check.h"
-#include "tracefuse/analyze.h"
-#include "tracefuse/op_tree.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/analyze/fusion.h"
+#include "tracefuse/pipeline/flow_graph.h"
+#include "tracefuse/reduce/op_tree.h"
 
 namespace tracefuse {
 namespace {

@@ -18,9 +18,9 @@
 
 #include "absl/status/statusor.h"
 #include "tracefuse/batch/compare.h"
-#include "tracefuse/classify.h"
-#include "tracefuse/io.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/classify/classifier.h"
+#include "tracefuse/io/byte_source.h"
+#include "tracefuse/pipeline/flow_graph.h"
 #include "tracefuse/report/breakdown.h"
 #include "tracefuse/report/fusion.h"
 #include "tracefuse/report/json.h"

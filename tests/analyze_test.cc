@@ -1,15 +1,14 @@
 // Each detection step of the fusion analysis on small hand-built inputs, at the boundary of
 // every threshold (spec §4).
-#include "tracefuse/analyze.h"
-
 #include <algorithm>
 #include <random>
 
-#include "analyze_internal.h"
+#include "analyze/fusion/internal.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "profile_builder.h"
-#include "tracefuse/op_compare.h"
+#include "tracefuse/analyze/fusion.h"
+#include "tracefuse/analyze/op_compare.h"
 
 namespace tracefuse {
 namespace {

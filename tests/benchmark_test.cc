@@ -1,12 +1,11 @@
 // The classification benchmark: its inputs (traces, names files), its measurements, and
 // `tracefuse bench classify` end to end (JSON schema, exit codes, one-line errors).
-#include "tracefuse/benchmark.h"
-
 #include <set>
 
 #include "gtest/gtest.h"
 #include "simdjson.h"
 #include "test_util.h"
+#include "tracefuse/benchmark/classification.h"
 
 namespace tracefuse {
 namespace {

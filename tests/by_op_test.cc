@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/pipeline/flow_graph.h"
 
 namespace tracefuse {
 namespace {

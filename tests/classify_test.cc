@@ -1,10 +1,9 @@
-#include "tracefuse/classify.h"
-
 #include <fstream>
 
 #include "gtest/gtest.h"
 #include "simdjson.h"
 #include "test_util.h"
+#include "tracefuse/classify/classifier.h"
 
 namespace tracefuse {
 namespace {

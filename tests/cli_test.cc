@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
-#include "tracefuse/classify.h"
+#include "tracefuse/classify/classifier.h"
 #include "tracefuse/report/output_file.h"
 
 namespace tracefuse {

@@ -1,6 +1,6 @@
 // The GPU peak table: the built-in rows against their datasheets, FindGpu() on the device names
 // traces carry, and the errors of ParseGpuSpecs() and LoadGpuSpecs().
-#include "tracefuse/gpu_spec.h"
+#include "tracefuse/analyze/gpu_spec.h"
 
 #include <optional>
 #include <string>

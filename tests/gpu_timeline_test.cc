@@ -1,4 +1,4 @@
-#include "tracefuse/gpu_timeline.h"
+#include "tracefuse/reduce/gpu_timeline.h"
 
 #include <zlib.h>
 
@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/pipeline/flow_graph.h"
 
 namespace tracefuse {
 namespace {

@@ -1,8 +1,9 @@
-// The HTML reports' parts (src/report/html.h, the aligned groups of src/report/fusion_view.h)
-// and the compare and ops pages' guarantees: escaped text, nothing fetched, a size bound for any
-// number of mappings, the ops page's aligned example kernels. The pages' layout is pinned by the
-// golden files (report_golden.*_html.*) and checked in a real browser (tests/browser/).
-#include "report/html.h"
+// The HTML reports' parts (src/report/common/html.h, the aligned groups of
+// src/report/fusion/view.h) and the compare and ops pages' guarantees: escaped text, nothing
+// fetched, a size bound for any number of mappings, the ops page's aligned example kernels. The
+// pages' layout is pinned by the golden files (report_golden.*_html.*) and checked in a real
+// browser (tests/browser/).
+#include "report/common/html.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,12 +16,12 @@
 
 #include "gtest/gtest.h"
 #include "profile_builder.h"
-#include "report/fusion_view.h"
+#include "report/fusion/view.h"
 #include "test_util.h"
-#include "tracefuse/op_compare.h"
+#include "tracefuse/analyze/op_compare.h"
+#include "tracefuse/base/strings.h"
 #include "tracefuse/report/fusion.h"
 #include "tracefuse/report/ops.h"
-#include "tracefuse/strings.h"
 
 namespace tracefuse {
 namespace {

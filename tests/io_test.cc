@@ -1,5 +1,3 @@
-#include "tracefuse/io.h"
-
 #include <zlib.h>
 #include <zstd.h>
 
@@ -10,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "test_util.h"
+#include "tracefuse/io/byte_source.h"
 
 namespace tracefuse {
 namespace {

@@ -1,4 +1,4 @@
-#include "tracefuse/kernel_roles.h"
+#include "tracefuse/classify/kernel_roles.h"
 
 #include "gtest/gtest.h"
 

@@ -14,8 +14,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
+#include "tracefuse/base/strings.h"
 #include "tracefuse/batch/summary.h"
-#include "tracefuse/strings.h"
 
 namespace tracefuse {
 namespace {

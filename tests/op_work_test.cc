@@ -1,6 +1,6 @@
 // The perf models' figures summed and measured against a GPU (op_work.h): the roofline's percent
 // of peak and bound, and the dtype that names a sum.
-#include "tracefuse/op_work.h"
+#include "tracefuse/analyze/op_work.h"
 
 #include <gtest/gtest.h>
 

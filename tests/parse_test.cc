@@ -1,12 +1,11 @@
-#include "tracefuse/parse.h"
-
 #include <memory>
 #include <random>
 
 #include "absl/strings/match.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
-#include "tracefuse/strings.h"
+#include "tracefuse/base/strings.h"
+#include "tracefuse/parse/chunk_parser.h"
 
 namespace tracefuse {
 namespace {

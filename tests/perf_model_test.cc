@@ -1,7 +1,7 @@
 // Perf models (perf_model.h, op_model_names.cc): hand-computed FLOPs and bytes per formula of
 // docs/perf-models.md, on shapes as PyTorch records them (many taken from ../shared's real traces),
 // and malformed shapes, which must give no figures without crashing.
-#include "tracefuse/perf_model.h"
+#include "tracefuse/analyze/perf_model.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tracefuse/gpu_spec.h"
-#include "tracefuse/parse.h"
+#include "tracefuse/analyze/gpu_spec.h"
+#include "tracefuse/parse/chunk_parser.h"
 
 namespace tracefuse {
 namespace {

@@ -1,5 +1,3 @@
-#include "tracefuse/pipeline.h"
-
 #include <sys/resource.h>
 
 #include <fstream>
@@ -13,6 +11,7 @@
 #include "profile_builder.h"
 #include "simdjson.h"
 #include "test_util.h"
+#include "tracefuse/pipeline/flow_graph.h"
 
 namespace tracefuse {
 namespace {

@@ -6,7 +6,7 @@
 #include <tuple>
 #include <vector>
 
-#include "tracefuse/reduce.h"
+#include "tracefuse/reduce/trace_profile.h"
 
 namespace tracefuse::testing {
 

@@ -1,5 +1,5 @@
 // AnalyzeRanks() and CollectiveKind(): the ranks of one run, their waits and stragglers.
-#include "tracefuse/rank_compare.h"
+#include "tracefuse/analyze/rank_compare.h"
 
 #include <string>
 #include <vector>

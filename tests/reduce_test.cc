@@ -1,5 +1,3 @@
-#include "tracefuse/reduce.h"
-
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -11,8 +9,9 @@
 #include "profile_builder.h"
 #include "simdjson.h"
 #include "test_util.h"
-#include "tracefuse/op_tree.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/pipeline/flow_graph.h"
+#include "tracefuse/reduce/op_tree.h"
+#include "tracefuse/reduce/trace_profile.h"
 
 namespace tracefuse {
 namespace {

@@ -1,5 +1,3 @@
-#include "tracefuse/scan.h"
-
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -8,8 +6,9 @@
 
 #include "gtest/gtest.h"
 #include "simdjson.h"
-#include "tracefuse/parse.h"
-#include "tracefuse/strings.h"
+#include "tracefuse/base/strings.h"
+#include "tracefuse/parse/chunk_parser.h"
+#include "tracefuse/scan/event_chunker.h"
 
 namespace tracefuse {
 namespace {

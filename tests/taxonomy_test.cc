@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "test_util.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/pipeline/flow_graph.h"
 
 namespace tracefuse {
 namespace {

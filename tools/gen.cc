@@ -80,7 +80,7 @@
 
 #include "CLI/CLI.hpp"
 #include "fmt/format.h"
-#include "tracefuse/op_tree.h"
+#include "tracefuse/reduce/op_tree.h"
 
 namespace {
 

@@ -124,7 +124,7 @@ def compare(trace1, trace2, ruleset="tracefuse", min_group_size=50, threads=None
 def _in_reference_order(result, hash_order):
     """Orders what the reference orders by Python's string hash as it does, replaying its set
     iterations with this interpreter's sets (the same PYTHONHASHSEED gives the same order) over
-    the types the analysis recorded in order of first appearance (HashOrderInputs, analyze.h).
+    the types the analysis recorded in order of first appearance (HashOrderInputs, tracefuse/analyze/fusion.h).
     tracefuse's own order breaks those ties by the rule set's category order instead."""
     types1, types2 = hash_order["trace_types"]
     global_order = list(set(types1) | set(types2))

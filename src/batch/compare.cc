@@ -1,6 +1,6 @@
 #include "tracefuse/batch/compare.h"
 
-#include "tracefuse/exit_code.h"
+#include "tracefuse/base/exit_code.h"
 
 namespace tracefuse {
 PerSide<std::string> ComparisonLabels(const TraceProfile& trace1, const TraceProfile& trace2,

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "absl/container/flat_hash_map.h"
-#include "tracefuse/strings.h"
+#include "tracefuse/base/strings.h"
 
 namespace tracefuse {
 namespace {

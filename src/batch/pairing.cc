@@ -6,8 +6,8 @@
 #include <map>
 #include <system_error>
 
-#include "tracefuse/pipeline.h"
-#include "tracefuse/strings.h"
+#include "tracefuse/base/strings.h"
+#include "tracefuse/pipeline/flow_graph.h"
 
 namespace tracefuse {
 namespace {

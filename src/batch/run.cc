@@ -10,16 +10,16 @@
 #include <filesystem>
 #include <limits>
 
+#include "tracefuse/base/exit_code.h"
+#include "tracefuse/base/host.h"
+#include "tracefuse/base/interrupt.h"
+#include "tracefuse/base/strings.h"
 #include "tracefuse/batch/compare.h"
 #include "tracefuse/batch/summary.h"
-#include "tracefuse/exit_code.h"
-#include "tracefuse/host.h"
-#include "tracefuse/interrupt.h"
+#include "tracefuse/report/gpu_timeline.h"
 #include "tracefuse/report/json.h"
 #include "tracefuse/report/output_file.h"
 #include "tracefuse/report/stats.h"
-#include "tracefuse/report/timeline.h"
-#include "tracefuse/strings.h"
 
 namespace tracefuse {
 namespace {

@@ -6,8 +6,8 @@
 #include <map>
 #include <system_error>
 
+#include "tracefuse/base/strings.h"
 #include "tracefuse/batch/manifest.h"
-#include "tracefuse/strings.h"
 
 namespace tracefuse {
 namespace {

@@ -7,9 +7,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "simdjson.h"
+#include "tracefuse/base/strings.h"
 #include "tracefuse/batch/summary.h"
-#include "tracefuse/io.h"
-#include "tracefuse/strings.h"
+#include "tracefuse/io/byte_source.h"
 
 namespace tracefuse {
 namespace {

@@ -2,10 +2,10 @@
 #include <charconv>
 
 #include "command.h"
-#include "tracefuse/benchmark.h"
+#include "tracefuse/base/strings.h"
+#include "tracefuse/benchmark/classification.h"
 #include "tracefuse/report/json.h"
 #include "tracefuse/report/output_file.h"
-#include "tracefuse/strings.h"
 
 namespace tracefuse::cli {
 namespace {
@@ -19,7 +19,7 @@ struct BenchClassifyArgs {
   std::string output = "-";
 };
 
-// kMaxThreads bounds --threads: each thread is started for real (see benchmark.h).
+// kMaxThreads bounds --threads: each thread is started for real (see benchmark/classification.h).
 constexpr int kMaxThreads = 1024;
 
 // CountFrom1To() accepts a whole number from 1 to `max`, for an error that says so (CLI11's own

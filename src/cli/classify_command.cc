@@ -5,9 +5,9 @@
 
 #include "command.h"
 #include "simdjson.h"
-#include "tracefuse/kernel_roles.h"
+#include "tracefuse/base/strings.h"
+#include "tracefuse/classify/kernel_roles.h"
 #include "tracefuse/report/json.h"
-#include "tracefuse/strings.h"
 
 namespace tracefuse::cli {
 namespace {

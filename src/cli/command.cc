@@ -6,7 +6,7 @@
 
 #include "fmt/format.h"
 #include "tracefuse/batch/compare.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/pipeline/flow_graph.h"
 #include "tracefuse/report/stats.h"
 
 namespace tracefuse::cli {

@@ -1,6 +1,6 @@
 // Internal to the command line: what every subcommand shares, and one declaration per command.
 //
-// Exit codes: tracefuse/exit_code.h.
+// Exit codes: tracefuse/base/exit_code.h.
 #ifndef TRACEFUSE_SRC_CLI_COMMAND_H_
 #define TRACEFUSE_SRC_CLI_COMMAND_H_
 
@@ -16,10 +16,10 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "tracefuse/classify.h"
-#include "tracefuse/exit_code.h"
-#include "tracefuse/pipeline.h"
-#include "tracefuse/reduce.h"
+#include "tracefuse/base/exit_code.h"
+#include "tracefuse/classify/classifier.h"
+#include "tracefuse/pipeline/flow_graph.h"
+#include "tracefuse/reduce/trace_profile.h"
 
 namespace tracefuse::cli {
 

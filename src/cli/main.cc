@@ -11,8 +11,8 @@
 #include "absl/base/config.h"
 #include "command.h"
 #include "git_commit.h"  // generated at every build (cmake/GitCommit.cmake)
-#include "tracefuse/interrupt.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/base/interrupt.h"
+#include "tracefuse/pipeline/flow_graph.h"
 
 namespace tracefuse::cli {
 namespace {

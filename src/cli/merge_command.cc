@@ -2,10 +2,10 @@
 #include <cstdio>
 
 #include "command.h"
+#include "tracefuse/base/strings.h"
 #include "tracefuse/batch/summary.h"
 #include "tracefuse/report/merge.h"
 #include "tracefuse/report/output_file.h"
-#include "tracefuse/strings.h"
 
 namespace tracefuse::cli {
 namespace {

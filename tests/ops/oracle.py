@@ -7,7 +7,7 @@ prints the JSON document that `tracefuse ops --format json` writes (less the `tr
 Small traces only (it holds everything). The rules it follows are those of docs/reports.md,
 "ops: which operator is slower?", written down here a second time on purpose. The FLOPs and
 bytes of each op row and trace follow docs/perf-models.md, also implemented a second time here,
-from the document alone (not from src/perf_model.cc).
+from the document alone (not from src/analyze/perf/models.cc).
 
 usage: oracle.py TRACE1 TRACE2 [--top N] [--max-edit-distance N]
        oracle.py --self-test

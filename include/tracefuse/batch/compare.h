@@ -10,8 +10,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "tracefuse/analyze.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/analyze/fusion.h"
+#include "tracefuse/pipeline/flow_graph.h"
 #include "tracefuse/report/fusion.h"
 
 namespace tracefuse {

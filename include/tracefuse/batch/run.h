@@ -44,7 +44,7 @@
 #include "absl/status/statusor.h"
 #include "tracefuse/batch/compare.h"
 #include "tracefuse/batch/manifest.h"
-#include "tracefuse/pipeline.h"
+#include "tracefuse/pipeline/flow_graph.h"
 
 namespace tracefuse {
 

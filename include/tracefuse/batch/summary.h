@@ -65,7 +65,7 @@ struct SummaryOptions {
 // name that records one; relative paths from the working directory), and computes the summary.
 // A manifest that cannot be read is recorded in the summary, not an error; a missing or
 // unreadable directory is (NotFound, FailedPrecondition...), and so is SIGTERM or SIGINT while
-// reading (Cancelled, tracefuse/interrupt.h).
+// reading (Cancelled, tracefuse/base/interrupt.h).
 absl::StatusOr<MergeSummary> SummarizeBatch(const std::string& dir, const SummaryOptions& options);
 
 }  // namespace tracefuse

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "tracefuse/op_work.h"
-#include "tracefuse/reduce.h"
+#include "tracefuse/analyze/op_work.h"
+#include "tracefuse/reduce/trace_profile.h"
 
 namespace tracefuse {
 

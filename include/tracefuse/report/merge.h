@@ -77,8 +77,8 @@
 #include <utility>
 #include <vector>
 
-#include "tracefuse/analyze.h"
-#include "tracefuse/rank_compare.h"
+#include "tracefuse/analyze/fusion.h"
+#include "tracefuse/analyze/rank_compare.h"
 #include "tracefuse/report/json.h"
 
 namespace tracefuse {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "tracefuse/analyze.h"
-#include "tracefuse/op_compare.h"
-#include "tracefuse/reduce.h"
+#include "tracefuse/analyze/fusion.h"
+#include "tracefuse/analyze/op_compare.h"
+#include "tracefuse/reduce/trace_profile.h"
 #include "tracefuse/report/output_file.h"
 
 namespace tracefuse {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "tracefuse/classify.h"
+#include "tracefuse/classify/classifier.h"
 
 namespace tracefuse {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "tracefuse/op_tree.h"
-#include "tracefuse/reduce.h"
+#include "tracefuse/reduce/op_tree.h"
+#include "tracefuse/reduce/trace_profile.h"
 #include "tracefuse/report/json.h"
 
 namespace tracefuse {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tracefuse/reduce.h"
+#include "tracefuse/reduce/trace_profile.h"
 
 namespace tracefuse {
 

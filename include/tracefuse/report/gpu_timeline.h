@@ -1,0 +1,49 @@
+// Stage 7, report: a trace's GPU timeline (gpu_timeline.h), as the reports show it.
+#ifndef TRACEFUSE_REPORT_GPU_TIMELINE_H_
+#define TRACEFUSE_REPORT_GPU_TIMELINE_H_
+
+#include <string>
+
+#include "tracefuse/analyze/fusion.h"
+#include "tracefuse/reduce/trace_profile.h"
+#include "tracefuse/report/json.h"
+
+namespace tracefuse {
+
+// GpuTimelineJson() is a trace's "gpu_timeline" object: "path" ("streamed" or "collected"),
+// "collected_reason" (null when streamed), "events_skipped", "communication_category" (null when
+// the rule set has none, and every kernel is computation), "steps" (StepSpans: "count",
+// "skipped", "with_activities", then median_span_us, min_span_us and max_span_us, null without
+// a step that ran an activity), and "devices", by device: "device", "activities", then span_us,
+// busy_us, computation_us, communication_us, exposed_communication_us, memcpy_us,
+// exposed_memcpy_us and idle_us; with `each_step` (`stats`), also "steps": the same figures per
+// step the device ran in, each with its "step" name.
+Json GpuTimelineJson(const TraceProfile& profile, bool each_step = false);
+
+// CollectivesJson() is a trace's communication kernels by device and start, in columns (a run
+// has thousands): {"names": [distinct names], "device": [...], "name": [index into names],
+// "duration_us": [...]}. `batch` writes them in each pair's status, for `merge` to match the
+// i-th collective of each name across the ranks of a run.
+Json CollectivesJson(const TraceProfile& profile);
+
+// GpuTimelineText() is the same for people: a "gpu timeline" line, then one line per device
+// with its span and each figure's share of it, then the steps' median GPU span.
+std::string GpuTimelineText(const TraceProfile& profile);
+
+// GpuTimelineSection() is both traces' timelines side by side (`compare` and `ops` text and
+// markdown): each figure summed over a trace's devices, in ms and as a share of the summed span,
+// and the median step's GPU span where a trace has steps.
+std::string GpuTimelineSection(const PerSide<const TraceProfile*>& traces,
+                               const PerSide<std::string>& labels, bool markdown);
+
+// GpuTimelineHtml() is the same as an HTML <section id="gpu-timeline">: one stacked bar per side
+// on one scale (computation, exposed communication, exposed memcpy, idle: together the span).
+std::string GpuTimelineHtml(const PerSide<const TraceProfile*>& traces,
+                            const PerSide<std::string>& labels);
+
+// SummedFigures() is a trace's figures summed over its devices (`activities` too).
+GpuTimeFigures SummedFigures(const GpuTimeline& timeline);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_REPORT_GPU_TIMELINE_H_

@@ -1,0 +1,131 @@
+#include "report/common/formatting.h"
+
+#include <cmath>
+
+#include "tracefuse/analyze/op_work.h"
+#include "tracefuse/base/strings.h"
+#include "tracefuse/classify/classifier.h"
+
+namespace tracefuse {
+
+double Millis(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+std::string MillisText(int64_t ns) { return fmt::format("{:.3f}", Millis(ns)); }
+
+std::string Shorten(std::string_view s, size_t n) {
+  const std::string_view prefix = Utf8Prefix(s, n);
+  return prefix.size() < s.size() ? StrCat(prefix, "...") : std::string(s);
+}
+
+double Micros(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+double MillisAsMicros(int64_t ns) { return Millis(ns) * 1000; }
+
+std::string MicrosText(int64_t ns) { return fmt::format("{:.1f}", Micros(ns)); }
+std::string SignedMicrosText(int64_t ns) { return fmt::format("{:+.1f}", Micros(ns)); }
+
+double Percent(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+std::string ShortScope(const std::string& scope) {
+  const size_t last = scope.rfind('/');
+  if (last == std::string::npos) return scope;
+  const size_t before = scope.rfind('/', last - 1);
+  if (last == 0 || before == std::string::npos) return scope;
+  return "…/" + scope.substr(before + 1);
+}
+
+int64_t KernelTimeNs(const TraceProfile& profile) {
+  int64_t total = 0;
+  for (int64_t ns : profile.name_time_ns) total += ns;
+  return total;
+}
+
+std::string GpuText(const TraceProfile& profile) {
+  return profile.gpu.empty() ? "(GPU not named)" : profile.gpu;
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? StrCat(bytes, " B") : fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+std::string RatioText(double ratio) {
+  if (std::isinf(ratio)) return "inf";
+  return fmt::format("{:.2f}x", ratio);
+}
+
+std::string CsvNumber(double v) { return std::isinf(v) ? "inf" : fmt::format("{}", v); }
+
+std::string CsvField(const std::string& field) {
+  if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
+  std::string quoted = "\"";
+  for (char ch : field) {
+    if (ch == '"') quoted += '"';
+    quoted += ch;
+  }
+  return quoted + "\"";
+}
+
+void WriteTruncation(const TraceProfile& profile, PyJsonWriter* w) {
+  w->Key("truncated");
+  if (!profile.truncated) {
+    w->Null();
+    return;
+  }
+  w->BeginObject();
+  ForEachTruncationField(*profile.truncated,
+                         [w](const char* key, const auto& value) { w->Field(key, value); });
+  w->EndObject();
+}
+
+std::string PeakSentence(const OpTraceSummary& trace) {
+  if (!trace.work.flops && !trace.work.bytes) return "";
+  if (trace.gpu.empty()) {
+    return "the trace names no GPU (deviceProperties): rates without percent of peak";
+  }
+  if (!trace.peak) {
+    return fmt::format("GPU \"{}\" is not in the peak table: rates without percent of peak",
+                       trace.gpu);
+  }
+  std::string out = fmt::format("peaks of {} (TFLOP/s):", trace.peak->name);
+  const char* separator = " ";
+  for (size_t d = 1; d < kDTypes; ++d) {
+    const auto dtype = static_cast<DType>(d);
+    if (const std::optional<double> tflops = trace.peak->Tflops(dtype)) {
+      out += fmt::format("{}{} {:g}{}", separator, DTypeName(dtype), *tflops,
+                         dtype == DType::kInt8 ? " (TOPS)" : "");
+      separator = ", ";
+    }
+  }
+  if (trace.peak->hbm_tb_per_s) out += fmt::format("; HBM {:g} TB/s", *trace.peak->hbm_tb_per_s);
+  return out;
+}
+
+std::string AchievedText(const OpRow& row, Side side, const std::optional<GpuPeak>& peak) {
+  const WorkTotals& work = row.work[side];
+  const Achieved a = AchievedOf(work, row.sides[side].time_ns, peak ? &*peak : nullptr);
+  std::string out;
+  if (a.tflops_per_s) {
+    out = fmt::format("{:.1f} TFLOP/s", *a.tflops_per_s);
+  } else if (a.tb_per_s) {
+    out = fmt::format("{:.2f} TB/s", *a.tb_per_s);
+  } else {
+    return out;
+  }
+  if (const DType dtype = work.dtype(); dtype != DType::kUnknown) {
+    out += fmt::format(" {}", DTypeName(dtype));
+  }
+  if (a.percent_of_peak) out += fmt::format(", {:.1f}% of peak", *a.percent_of_peak);
+  if (a.bound) out += fmt::format(" ({})", BoundName(*a.bound));
+  return out;
+}
+
+}  // namespace tracefuse

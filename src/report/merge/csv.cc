@@ -1,0 +1,99 @@
+// `tracefuse merge --format csv`: one row per pair, every pair.
+#include <map>
+#include <optional>
+#include <string>
+
+#include "fmt/format.h"
+#include "report/common/formatting.h"
+#include "report/merge/format.h"
+#include "tracefuse/report/merge.h"
+
+namespace tracefuse {
+namespace {
+
+constexpr char kHeader[] =
+    "label,state,exit_code,error,task,trace1,trace2,trace1_platform,trace2_platform,trace1_gpu,"
+    "trace2_gpu,trace1_kernels,trace2_kernels,trace1_kernel_time_us,trace2_kernel_time_us,"
+    "kernel_time_ratio,matched_groups,rule_set,elapsed_seconds,peak_rss_bytes,host,"
+    "trace1_computation_us,trace2_computation_us,trace1_exposed_communication_us,"
+    "trace2_exposed_communication_us,trace1_idle_us,trace2_idle_us,trace1_step_us,"
+    "trace2_step_us,trace1_wait_us,trace2_wait_us";
+
+template <typename T>
+std::string Optional(const std::optional<T>& v) {
+  return v ? fmt::format("{}", *v) : "";
+}
+
+// The columns that come from the pair's report: empty where it has none.
+std::string ReportColumns(const MergedPair& p) {
+  const MergedTrace& a = p.traces[Side::kTrace1];
+  const MergedTrace& b = p.traces[Side::kTrace2];
+  if (!p.has_report) return ",,,,,,,,,,";
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{}", CsvField(a.platform), CsvField(b.platform),
+                     CsvField(a.gpu), CsvField(b.gpu), a.kernels, b.kernels,
+                     CsvNumber(a.kernel_time_us), CsvNumber(b.kernel_time_us),
+                     CsvNumber(p.KernelTimeRatio()), p.matched_groups, CsvField(p.rule_set));
+}
+
+// The columns of the pair's GPU timelines (empty where its status file records none) and its
+// waits among the ranks of its side (empty where it is not one of them).
+using WaitsByPair = PerSide<std::map<std::string, double>>;
+
+std::string TimelineColumns(const WaitsByPair& waits, const MergedPair& p) {
+  PerSide<std::string> computation, exposed, idle, step, wait;
+  for (Side s : kSides) {
+    const std::optional<RankTimeline>& t = p.traces[s].timeline;
+    if (!t) continue;
+    computation[s] = CsvNumber(SummedMicros(t->figures.computation_us));
+    exposed[s] = CsvNumber(SummedMicros(t->figures.exposed_communication_us));
+    idle[s] = CsvNumber(SummedMicros(t->figures.idle_us));
+    if (t->figures.step_us) step[s] = CsvNumber(SummedMicros(*t->figures.step_us));
+    const std::map<std::string, double>& side = waits[p.sides_swapped ? Opposite(s) : s];
+    if (auto it = side.find(p.label); it != side.end())
+      wait[s] = CsvNumber(SummedMicros(it->second));
+  }
+  return fmt::format(",{},{},{},{},{},{},{},{},{},{}", computation[Side::kTrace1],
+                     computation[Side::kTrace2], exposed[Side::kTrace1], exposed[Side::kTrace2],
+                     idle[Side::kTrace1], idle[Side::kTrace2], step[Side::kTrace1],
+                     step[Side::kTrace2], wait[Side::kTrace1], wait[Side::kTrace2]);
+}
+
+// The top opportunities' columns, empty past the pair's last one.
+std::string OpportunityColumns(const MergedPair& p, size_t top) {
+  std::string out;
+  for (size_t i = 0; i < top; ++i) {
+    if (i >= p.opportunities.size()) {
+      out += ",,,";
+      continue;
+    }
+    const MergedOpportunity& o = p.opportunities[i];
+    out += fmt::format(",{},{},{}", CsvField(o.kernel_type), CsvField(p.traces[o.fused_by].label),
+                       CsvNumber(o.ratio));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string MergeCsv(const MergeSummary& summary) {
+  std::string out = kHeader;
+  for (size_t i = 1; i <= summary.top; ++i) {
+    out += fmt::format(",top{0}_kernel_type,top{0}_fused_by,top{0}_ratio", i);
+  }
+  out += "\n";
+  WaitsByPair waits;
+  for (Side s : kSides) {
+    for (const RankWait& r : summary.ranks[s].ranks) waits[s][r.pair] = r.wait_us;
+  }
+  for (const MergedPair& p : summary.pairs) {
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}{}{}\n", CsvField(p.label),
+                       PairStateName(p.state), Optional(p.exit_code), CsvField(p.error),
+                       Optional(p.task), CsvField(p.traces[Side::kTrace1].path),
+                       CsvField(p.traces[Side::kTrace2].path), ReportColumns(p),
+                       Optional(p.elapsed_seconds), Optional(p.peak_rss_bytes), CsvField(p.host),
+                       TimelineColumns(waits, p), OpportunityColumns(p, summary.top));
+  }
+  return out;
+}
+
+}  // namespace tracefuse
