@@ -11,7 +11,10 @@ Fails, naming the file and line of each problem, when
     linked from no page that the README reaches;
   - a subcommand that `TRACEFUSE --help` lists has no row in the README's command table (the table
     whose header starts with "command"; a row names its command as `tracefuse NAME ...` in its
-    first cell), or the table has a row for a command that --help does not list.
+    first cell), or the table has a row for a command that --help does not list;
+  - a folder of the code (under src/ or include/tracefuse/, holding files) is missing from the tree
+    of docs/architecture.md (its section "The tree"), a folder of src/ from the tree of
+    CONTRIBUTING.md, or a tree names a folder that does not exist.
 Links inside code blocks and inline code are not links. Only the Python standard library.
 """
 import os
@@ -184,6 +187,47 @@ def check_commands(repo, readme, tracefuse, problems):
                             f"'{os.path.basename(tracefuse)} --help'")
 
 
+FOLDER = re.compile(r'(?<![\w/.-])((?:src|include/tracefuse)/(?:[a-z0-9_-]+/)+)')
+
+
+def code_folders(repo, top):
+    """The folders under `top` that hold files, as 'top/a/b/'."""
+    out = set()
+    for root, _, names in os.walk(os.path.join(repo, top)):
+        if names:
+            out.add(os.path.relpath(root, repo).replace(os.sep, '/') + '/')
+    return out
+
+
+def tree_folders(path):
+    """(folders, line of the heading) named in the section "The tree" of a page, code included."""
+    folders, level, heading_line = set(), None, None
+    with open(path, encoding='utf-8') as f:
+        for number, line in enumerate(f, 1):
+            heading = HEADING.match(line) if not line.startswith('    ') else None
+            if heading and level is not None and len(heading.group(1)) <= level:
+                break
+            if heading and heading.group(2) == 'The tree':
+                level, heading_line = len(heading.group(1)), number
+            elif level is not None:
+                folders.update(FOLDER.findall(line))
+    return folders, heading_line
+
+
+def check_trees(repo, problems):
+    code = code_folders(repo, 'src') | code_folders(repo, 'include/tracefuse')
+    for page, tops in (('docs/architecture.md', ('src/', 'include/tracefuse/')),
+                       ('CONTRIBUTING.md', ('src/',))):
+        named, heading_line = tree_folders(os.path.join(repo, page))
+        if heading_line is None:
+            problems.append(f'{page}: no section "The tree"')
+            continue
+        for folder in sorted(f for f in code if f.startswith(tops) and f not in named):
+            problems.append(f'{page}:{heading_line}: the tree does not list {folder}')
+        for folder in sorted(f for f in named if f not in code and f.startswith(tops)):
+            problems.append(f'{page}:{heading_line}: the tree lists {folder}, which holds no file')
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -202,6 +246,7 @@ def main():
     graph = check_links(repo, pages, problems)
     check_reachable(repo, readme, docs_files, graph, problems)
     check_commands(repo, readme, tracefuse, problems)
+    check_trees(repo, problems)
     for p in problems:
         print(f'docs_check: {p}')
     if problems:
@@ -209,7 +254,7 @@ def main():
         return 1
     print(f'docs_check: {len(pages)} pages, {sum(len(t) for t in graph.values())} distinct link '
           f'targets, every docs page linked from the README, {len(subcommands(tracefuse))} '
-          'subcommands in the command table')
+          'subcommands in the command table, every code folder in the trees')
     return 0
 
 
