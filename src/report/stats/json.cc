@@ -1,22 +1,14 @@
-#include <iterator>
-#include <string_view>
+// `tracefuse stats --format json`, with its "cpu_side" object under --by-op.
 #include <vector>
 
 #include "report/common/formatting.h"
+#include "report/stats/fields.h"
 #include "tracefuse/analyze/fusion.h"
-#include "tracefuse/base/strings.h"
 #include "tracefuse/report/gpu_timeline.h"
 #include "tracefuse/report/stats.h"
 
 namespace tracefuse {
 namespace {
-
-// The name `stats` gives events without a "cat".
-std::string EventCategoryName(const std::string& cat) { return cat.empty() ? "(none)" : cat; }
-
-double GbPerSecond(const TraceProfile& p, double elapsed) {
-  return elapsed > 0 ? static_cast<double>(p.input_bytes) / 1e9 / elapsed : 0.0;
-}
 
 // Kernels and time of each category that has kernels, in the rule set's order.
 Json CategoriesJson(const TraceProfile& p) {
@@ -46,19 +38,6 @@ Json StageCpuJson(const StageCpuSeconds& cpu) {
 }
 
 }  // namespace
-
-std::string TruncationText(const TraceProfile& profile) {
-  if (!profile.truncated) return "";
-  const TruncatedInput& t = *profile.truncated;
-  const std::string compressed =
-      profile.compressed ? fmt::format(" (uncompressed; the {} data ends after {} bytes)",
-                                       profile.compression, profile.file_bytes)
-                         : "";
-  return fmt::format(
-      "cut at byte {}{}, {}: read up to byte {}; dropped {} bytes, {} incomplete event{}",
-      t.input_bytes, compressed, Describe(t), t.kept_bytes, t.dropped_bytes(), t.dropped_events(),
-      t.dropped_events() == 1 ? "" : "s");
-}
 
 Json StatsJson(const TraceProfile& p, double elapsed) {
   Json j;
@@ -96,68 +75,6 @@ Json StatsJson(const TraceProfile& p, double elapsed) {
   return j;
 }
 
-std::string StatsText(const TraceProfile& p, double elapsed) {
-  std::string out;
-  auto line = [&](std::string_view key, const std::string& value) {
-    fmt::format_to(std::back_inserter(out), "{:<26} {}\n", key, value);
-  };
-  line("trace", p.path);
-  line("platform", StrCat(PlatformName(p.platform), " (", p.platform_evidence, ")"));
-  line("gpu", p.gpu.empty() ? "(not named)" : p.gpu);
-  line("bytes",
-       StrCat(Thousands(p.input_bytes), " (", HumanBytes(p.input_bytes),
-              p.compressed ? StrCat(", ", HumanBytes(p.file_bytes), " ", p.compression) : "", ")"));
-  line("events", Thousands(p.events));
-  for (const auto& [cat, count] : p.event_categories) {
-    line(StrCat("  ", EventCategoryName(cat)), Thousands(count));
-  }
-  line("kernels", Thousands(p.kernel_count));
-  line("kernel time", fmt::format("{:.3f} ms", Micros(KernelTimeNs(p)) / 1000));
-  line("distinct kernel names", Thousands(p.names.size()));
-  line("correlation groups",
-       fmt::format("{} ({} with >= {} kernels)", Thousands(p.group_size.size()),
-                   Thousands(p.GroupsAtLeast(kDefaultMinGroupSize)), kDefaultMinGroupSize));
-  line("kernels w/o correlation", Thousands(p.kernels_without_correlation));
-  if (p.kernels_without_name > 0) {
-    line("kernels without a name", Thousands(p.kernels_without_name));
-  }
-  if (p.kernels_with_bad_times > 0) {
-    line("kernels with bad ts/dur", Thousands(p.kernels_with_bad_times));
-  }
-  if (p.truncated) line("truncated", TruncationText(p));
-  out += GpuTimelineText(p);
-  line("elapsed", fmt::format("{:.3f} s ({:.2f} GB/s)", elapsed, GbPerSecond(p, elapsed)));
-  return out;
-}
-
-namespace {
-
-const char* CpuSidePathName(CpuSidePath path) {
-  switch (path) {
-    case CpuSidePath::kNotRead:
-      return "not read";
-    case CpuSidePath::kStreamed:
-      return "streamed";
-    case CpuSidePath::kAnyOrder:
-      return "any-order";
-  }
-  return "";
-}
-
-// HeldBytes() calls f(name, bytes) for each structure of `held`, then for the total.
-template <typename F>
-void ForEachHeld(const CpuSideBytes& held, F&& f) {
-  f("units", held.units);
-  f("correlation_index", held.correlation_index);
-  f("nesting", held.nesting);
-  f("collected_events", held.collected_events);
-  f("names", held.names);
-  f("work", held.work);
-  f("total", held.total());
-}
-
-}  // namespace
-
 Json CpuSideJson(const TraceProfile& p, const CpuSideStats& c) {
   Json j = Json::object();
   j["path"] = CpuSidePathName(p.host.path);
@@ -170,27 +87,6 @@ Json CpuSideJson(const TraceProfile& p, const CpuSideStats& c) {
   ForEachHeld(c.held, [&](const char* name, uint64_t n) { bytes[name] = n; });
   j["bytes"] = bytes;
   return j;
-}
-
-std::string CpuSideText(const TraceProfile& p, const CpuSideStats& c) {
-  std::string out;
-  auto line = [&](std::string_view key, const std::string& value) {
-    fmt::format_to(std::back_inserter(out), "{:<26} {}\n", key, value);
-  };
-  std::string path = CpuSidePathName(p.host.path);
-  if (p.host.path == CpuSidePath::kAnyOrder) path += StrCat(" (", p.host.any_order_reason, ")");
-  line("cpu side", path);
-  if (p.host.events_read_again > 0) {
-    line("  events read again", Thousands(p.host.events_read_again));
-  }
-  line("  top-level ops", Thousands(c.top_level_ops));
-  line("  steps", Thousands(c.steps));
-  ForEachHeld(c.held, [&](const char* name, uint64_t n) {
-    std::string key = StrCat("  held: ", name);
-    std::replace(key.begin(), key.end(), '_', ' ');
-    line(key, HumanBytes(n));
-  });
-  return out;
 }
 
 }  // namespace tracefuse
