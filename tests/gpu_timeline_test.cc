@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -15,6 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "test_util.h"
 #include "tracefuse/pipeline/flow_graph.h"
+#include "tracefuse/reduce/launch_join.h"
 
 namespace tracefuse {
 namespace {
@@ -372,7 +374,110 @@ using OracleCollective = std::tuple<int32_t, int64_t, int64_t, std::string>;
 struct OracleTimeline {
   std::map<int32_t, GpuTimeFigures> devices;
   std::map<int32_t, std::vector<std::pair<std::string, GpuTimeFigures>>> steps;
+  std::map<int32_t, IdleSplit> idle;
+  std::map<int32_t, std::vector<LaunchStats>> launches;
 };
+
+// OracleLaunch is a launch as the oracle sees it: the first runtime or driver call of its
+// correlation id with a numeric ts (a dur that is no number, or negative, counts as 0).
+struct OracleLaunch {
+  int64_t ts = 0, dur = 0;
+  std::string api;
+};
+
+// OracleStart is an activity as the idle split sees it: start, end, correlation id (if any).
+struct OracleStart {
+  int64_t start = 0, end = 0;
+  std::optional<int64_t> correlation;
+};
+
+std::map<int64_t, OracleLaunch> OracleLaunches(const nlohmann::json& events) {
+  std::map<int64_t, OracleLaunch> launches;
+  for (const nlohmann::json& e : events) {
+    const std::string cat = e.value("cat", "");
+    if (cat != "cuda_runtime" && cat != "Runtime" && cat != "cuda_driver") continue;
+    if (!e.contains("ts") || !e["ts"].is_number() || !e.contains("args") ||
+        !e["args"].is_object() || !e["args"].contains("correlation") ||
+        !e["args"]["correlation"].is_number_integer()) {
+      continue;
+    }
+    const int64_t dur = e.contains("dur") && e["dur"].is_number() ? Nanos(e["dur"]) : 0;
+    launches.emplace(
+        e["args"]["correlation"].get<int64_t>(),
+        OracleLaunch{
+            Nanos(e["ts"]), std::max<int64_t>(dur, 0),
+            e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : ""});
+  }
+  return launches;
+}
+
+// The ceil(q * n)-th smallest of `values` for q = 1/2, 9/10 and 1.
+Quantiles OracleQuantiles(std::vector<int64_t> values) {
+  std::sort(values.begin(), values.end());
+  // ceil(n * numerator / denominator), in integers.
+  auto rank = [&](size_t numerator, size_t denominator) {
+    return values[(values.size() * numerator + denominator - 1) / denominator - 1];
+  };
+  return Quantiles{rank(1, 2), rank(9, 10), values.back()};
+}
+
+// OracleIdle() is the definition of IdleSplit (gpu_timeline.h) read literally: the gaps between
+// the union of a device's activities, each split by the launch that ended first among those of
+// the activities starting at its end.
+IdleSplit OracleIdle(std::vector<OracleStart> activities,
+                     const std::map<int64_t, OracleLaunch>& launches) {
+  std::sort(activities.begin(), activities.end(),
+            [](const OracleStart& a, const OracleStart& b) { return a.start < b.start; });
+  IdleSplit idle;
+  int64_t busy_end = activities.empty() ? 0 : activities[0].end;
+  for (size_t i = 1; i < activities.size(); ++i) {
+    const int64_t g0 = busy_end, g1 = activities[i].start;
+    if (g1 > g0) {
+      std::optional<int64_t> e;
+      for (size_t j = i; j < activities.size() && activities[j].start == g1; ++j) {
+        if (!activities[j].correlation) continue;
+        auto l = launches.find(*activities[j].correlation);
+        if (l == launches.end()) continue;
+        const int64_t end = l->second.ts + l->second.dur;
+        e = e ? std::min(*e, end) : end;
+      }
+      ++idle.gaps;
+      if (!e) {
+        idle.unattributed_ns += g1 - g0;
+      } else {
+        const int64_t c = std::clamp(*e, g0, g1);
+        idle.cpu_wait_ns += c - g0;
+        idle.launch_latency_ns += g1 - c;
+      }
+    }
+    busy_end = std::max(busy_end, activities[i].end);
+  }
+  return idle;
+}
+
+// OracleLaunchStats() is LaunchStats' definition: per API, each launch with an activity on the
+// device, its dur and the start of its first activity there minus its end.
+std::vector<LaunchStats> OracleLaunchStats(const std::vector<OracleStart>& activities,
+                                           const std::map<int64_t, OracleLaunch>& launches) {
+  std::map<int64_t, int64_t> first_start;
+  for (const OracleStart& a : activities) {
+    if (!a.correlation || !launches.count(*a.correlation)) continue;
+    auto [it, inserted] = first_start.emplace(*a.correlation, a.start);
+    if (!inserted) it->second = std::min(it->second, a.start);
+  }
+  std::map<std::string, std::pair<std::vector<int64_t>, std::vector<int64_t>>> by_api;
+  for (const auto& [correlation, start] : first_start) {
+    const OracleLaunch& l = launches.at(correlation);
+    by_api[l.api].first.push_back(l.dur);
+    by_api[l.api].second.push_back(start - (l.ts + l.dur));
+  }
+  std::vector<LaunchStats> out;
+  for (const auto& [api, values] : by_api) {
+    out.push_back(LaunchStats{api, values.first.size(), OracleQuantiles(values.first),
+                              OracleQuantiles(values.second)});
+  }
+  return out;
+}
 
 // OracleSteps() gives each correlation id its step's index in `steps` (the top-level step
 // annotations, by start): the step inside which its first launch starts. HTA's definition.
@@ -429,6 +534,7 @@ OracleTimeline OracleOfTrace(const std::string& path, const TraceProfile& profil
   std::vector<std::pair<std::string, Intervals>> steps;
   const std::map<int64_t, size_t> step_of = OracleSteps(events, &steps);
   std::map<int32_t, std::vector<OracleActivity>> devices;
+  std::map<int32_t, std::vector<OracleStart>> device_starts;
   std::map<int32_t, std::map<size_t, std::vector<OracleActivity>>> device_steps;
   for (const nlohmann::json& e : events) {
     const std::string cat =
@@ -460,14 +566,21 @@ OracleTimeline OracleOfTrace(const std::string& path, const TraceProfile& profil
       if (kind == kComm) collectives->emplace_back(device, ts, dur, name);
     }
     devices[device].push_back({ts, ts + dur, kind});
+    device_starts[device].push_back({ts, ts + dur, std::nullopt});
     if (e.contains("args") && e["args"].is_object() && e["args"].contains("correlation") &&
         e["args"]["correlation"].is_number_integer()) {
+      device_starts[device].back().correlation = e["args"]["correlation"].get<int64_t>();
       auto step = step_of.find(e["args"]["correlation"].get<int64_t>());
       if (step != step_of.end()) device_steps[device][step->second].push_back({ts, ts + dur, kind});
     }
   }
   OracleTimeline out;
   for (const auto& [device, activities] : devices) out.devices[device] = Oracle(activities);
+  const std::map<int64_t, OracleLaunch> launches = OracleLaunches(events);
+  for (const auto& [device, starts] : device_starts) {
+    out.idle[device] = OracleIdle(starts, launches);
+    out.launches[device] = OracleLaunchStats(starts, launches);
+  }
   for (const auto& [device, by_step] : device_steps) {
     for (const auto& [step, activities] : by_step) {
       out.steps[device].emplace_back(steps[step].first, Oracle(activities));
@@ -489,6 +602,28 @@ TraceProfile ProfileOf(const std::string& path, int threads, size_t chunk_bytes,
   auto profiles = ProfileTraces({path}, TracefuseRules(), o);
   EXPECT_TRUE(profiles.ok()) << profiles.status();
   return profiles.ok() ? std::move(profiles->front()) : TraceProfile();
+}
+
+void ExpectSameIdle(const IdleSplit& want, const IdleSplit& got, int64_t idle_ns) {
+  EXPECT_EQ(got.cpu_wait_ns, want.cpu_wait_ns);
+  EXPECT_EQ(got.launch_latency_ns, want.launch_latency_ns);
+  EXPECT_EQ(got.unattributed_ns, want.unattributed_ns);
+  EXPECT_EQ(got.gaps, want.gaps);
+  EXPECT_EQ(got.cpu_wait_ns + got.launch_latency_ns + got.unattributed_ns, idle_ns);
+}
+
+void ExpectSameLaunches(const std::vector<LaunchStats>& want, const std::vector<LaunchStats>& got) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(want[i].api);
+    EXPECT_EQ(got[i].api, want[i].api);
+    EXPECT_EQ(got[i].count, want[i].count);
+    for (const auto& [g, w] : {std::pair{got[i].cpu, want[i].cpu}, {got[i].delay, want[i].delay}}) {
+      EXPECT_EQ(g.median_ns, w.median_ns);
+      EXPECT_EQ(g.p90_ns, w.p90_ns);
+      EXPECT_EQ(g.max_ns, w.max_ns);
+    }
+  }
 }
 
 void ExpectOracle(const std::string& path, const TraceProfile& p) {
@@ -514,6 +649,8 @@ void ExpectOracle(const std::string& path, const TraceProfile& p) {
     SCOPED_TRACE("device " + std::to_string(d.device));
     ASSERT_TRUE(want.count(d.device));
     ExpectSameFigures(want.at(d.device), d.figures);
+    ExpectSameIdle(oracle.idle.at(d.device), d.idle, d.figures.idle_ns());
+    ExpectSameLaunches(oracle.launches.at(d.device), d.launches);
     const auto want_steps = oracle.steps.find(d.device);
     ASSERT_EQ(d.steps.size(), want_steps == oracle.steps.end() ? 0 : want_steps->second.size());
     for (size_t i = 0; i < d.steps.size(); ++i) {
@@ -753,6 +890,110 @@ TEST(GpuTimeline, StandardInputIsCollected) {
   EXPECT_EQ(pipe["collected_reason"], "the input cannot be read twice");
   EXPECT_EQ(file["devices"], pipe["devices"]);
   EXPECT_EQ(file["devices"].size(), 1u);
+}
+
+// LaunchJoin against the oracle on 300 random traces of two devices: gaps, ties at a gap's end,
+// activities sharing a launch (graph replays), activities without a correlation id or whose
+// launch is not in the trace, and launches that come up to three chunks before or after their
+// activities.
+TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
+  std::mt19937_64 rng(37);
+  const char* apis[] = {"cudaLaunchKernel", "cudaGraphLaunch", "cuLaunchKernel"};
+  for (int round = 0; round < 300; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const int n = 1 + static_cast<int>(rng() % 80);
+    std::vector<std::pair<int32_t, OracleStart>> activities;  // (device, activity)
+    int64_t correlation = 100;
+    for (int i = 0; i < n; ++i) {
+      const int64_t start = static_cast<int64_t>(rng() % 2000);
+      const int64_t length = rng() % 6 == 0 ? 0 : static_cast<int64_t>(rng() % 150);
+      OracleStart a{start, start + length, std::nullopt};
+      if (rng() % 10 != 0) a.correlation = rng() % 4 == 0 ? correlation : ++correlation;
+      activities.emplace_back(static_cast<int32_t>(rng() % 2), a);
+    }
+    std::map<int64_t, OracleLaunch> launches;
+    for (int64_t c = 100; c <= correlation; ++c) {
+      if (rng() % 8 == 0) continue;  // no launch in the trace
+      launches[c] = OracleLaunch{static_cast<int64_t>(rng() % 2000) - 100,
+                                 static_cast<int64_t>(rng() % 40), apis[rng() % 3]};
+    }
+    // Chunks: activities by start, a chunk per five; each launch within three chunks of its
+    // first activity (or anywhere, when it has none).
+    std::stable_sort(activities.begin(), activities.end(),
+                     [](const auto& a, const auto& b) { return a.second.start < b.second.start; });
+    const int chunks = n / 5 + 1;
+    std::map<int64_t, int> launch_chunk;
+    for (size_t i = 0; i < activities.size(); ++i) {
+      const OracleStart& a = activities[i].second;
+      if (!a.correlation || launch_chunk.count(*a.correlation)) continue;
+      launch_chunk[*a.correlation] =
+          std::max(0, static_cast<int>(i / 5) + static_cast<int>(rng() % 7) - 3);
+    }
+    LaunchJoin join;
+    for (int chunk = 0; chunk <= chunks + 3; ++chunk) {
+      join.NextChunk();
+      std::vector<Launch> chunk_launches;
+      InternedStrings names;
+      for (const auto& [c, l] : launches) {
+        auto at = launch_chunk.find(c);
+        if ((at == launch_chunk.end() ? static_cast<int>(c % (chunks + 1)) : at->second) != chunk) {
+          continue;
+        }
+        chunk_launches.push_back(Launch{l.ts, l.dur, c, names.Append(l.api)});
+      }
+      join.AddLaunches(chunk_launches, names);
+      std::vector<std::pair<int32_t, OracleStart>> mine;
+      for (size_t i = static_cast<size_t>(chunk) * 5;
+           i < activities.size() && i < static_cast<size_t>(chunk + 1) * 5; ++i) {
+        mine.push_back(activities[i]);
+      }
+      std::stable_sort(mine.begin(), mine.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& [device, a] : mine) {
+        ASSERT_TRUE(
+            join.AddActivity(device, a.start, a.end, a.correlation.value_or(kNoCorrelation)));
+      }
+    }
+    GpuTimeline timeline;
+    std::map<int32_t, std::vector<OracleStart>> by_device;
+    for (const auto& [device, a] : activities) by_device[device].push_back(a);
+    for (const auto& entry : by_device) {
+      timeline.devices.emplace_back();
+      timeline.devices.back().device = entry.first;
+    }
+    join.Finish(&timeline);
+    for (const DeviceTimeline& d : timeline.devices) {
+      SCOPED_TRACE("device " + std::to_string(d.device));
+      const std::vector<OracleStart>& starts = by_device[d.device];
+      int64_t first = INT64_MAX, last = INT64_MIN, busy = 0, end = INT64_MIN;
+      std::vector<OracleStart> sorted = starts;
+      std::sort(sorted.begin(), sorted.end(),
+                [](const OracleStart& a, const OracleStart& b) { return a.start < b.start; });
+      for (const OracleStart& a : sorted) {
+        first = std::min(first, a.start);
+        last = std::max(last, a.end);
+        busy += std::max<int64_t>(0, a.end - std::max(a.start, end));
+        end = std::max(end, a.end);
+      }
+      ExpectSameIdle(OracleIdle(starts, launches), d.idle, last - first - busy);
+      ExpectSameLaunches(OracleLaunchStats(starts, launches), d.launches);
+    }
+  }
+}
+
+// A launch unused for LaunchJoin::kWindowChunks chunks is dropped: an activity that needs it
+// then fails (the caller collects), one that comes after its own launch does not.
+TEST(LaunchJoin, AnActivityWhoseLaunchWasDroppedFails) {
+  LaunchJoin join;
+  InternedStrings names;
+  names.Append("cudaLaunchKernel");
+  join.NextChunk();
+  join.AddLaunches({Launch{0, 5, 1, 0}}, names);
+  ASSERT_TRUE(join.AddActivity(0, 10, 20, 1));
+  for (uint32_t i = 0; i <= LaunchJoin::kWindowChunks; ++i) join.NextChunk();
+  join.AddLaunches({Launch{100, 5, 2, 0}}, names);
+  EXPECT_TRUE(join.AddActivity(0, 110, 120, 2));
+  EXPECT_FALSE(join.AddActivity(0, 130, 140, 1));
 }
 
 }  // namespace

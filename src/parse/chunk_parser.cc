@@ -204,6 +204,7 @@ void ParsedChunk::Clear() {
   transfers.clear();
   transfers_with_bad_times = 0;
   launches.clear();
+  launch_apis.Clear();
   steps.clear();
   step_names.Clear();
   steps_with_bad_times = 0;
@@ -295,6 +296,7 @@ struct ChunkParser::Impl {
   // it unescapes until the next document); threads by "PID\tTID", which is built.
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_names;
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_host_names;
+  absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_launch_apis;
   StringMap<uint32_t> local_threads;
   StringMap<uint32_t> local_shapes;
   std::vector<OpModel> host_name_model;  // per host name of the chunk: OpModelOf()
@@ -315,6 +317,7 @@ struct ChunkParser::Impl {
     if (capacity <= kKeptCapacity) return;
     local_names.clear();
     local_host_names.clear();
+    local_launch_apis.clear();
     local_shapes.clear();
     buffer = HugePageBuffer();
     parser = od::parser();
@@ -456,13 +459,16 @@ struct ChunkParser::Impl {
     const bool step = !launch && IsStepMark(f);
     if (!launch && !step) return absl::OkStatus();
     std::optional<int64_t> ts, dur;
-    if (launch) {  // a launch's step is where it starts
-      absl::Status read = ReadTime(chunk, len, f.ts_raw, display_name, &ts);
-      if (read.ok() && ts) out->launches.push_back(Launch{*ts, f.kernel.correlation});
-      return read;
-    }
     absl::Status read = ReadTimes(chunk, len, f, display_name, &ts, &dur);
     if (!read.ok()) return read;
+    if (launch) {  // a launch's step is where it starts
+      if (ts) {
+        const uint32_t api = Intern(f.name, &local_launch_apis, &out->launch_apis);
+        out->launches.push_back(
+            Launch{*ts, std::max<int64_t>(dur.value_or(0), 0), f.kernel.correlation, api});
+      }
+      return absl::OkStatus();
+    }
     if (!ts || !dur || *dur < 0) {
       ++out->steps_with_bad_times;
     } else {
@@ -852,6 +858,7 @@ absl::Status ChunkParser::ParseInBuffers(const EventChunk& chunk, const std::str
   }
   ClearKeepingCapacity(&im.local_names);
   ClearKeepingCapacity(&im.local_host_names);
+  ClearKeepingCapacity(&im.local_launch_apis);
   ClearKeepingCapacity(&im.local_threads);
   ClearKeepingCapacity(&im.local_shapes);
   im.host_name_model.clear();

@@ -102,6 +102,34 @@ void SortByDeviceAndStart(std::vector<GpuActivity>* activities, size_t middle,
   }
 }
 
+// --- CorrelationSet -----------------------------------------------------------------------------
+
+uint64_t* CorrelationSet::Page(int64_t correlation, bool add) {
+  const int64_t page_id = correlation >> kPageBits;
+  if (last_page_ != nullptr && page_id == last_page_id_) return last_page_;
+  auto it = pages_.find(page_id);
+  if (it == pages_.end()) {
+    if (!add) return nullptr;
+    constexpr size_t kWords = (size_t{1} << kPageBits) / 64;
+    it = pages_.emplace(page_id, std::make_unique<uint64_t[]>(kWords)).first;
+  }
+  last_page_id_ = page_id;
+  last_page_ = it->second.get();
+  return last_page_;
+}
+
+bool CorrelationSet::Contains(int64_t correlation) {
+  const uint64_t* page = Page(correlation, false);
+  const auto bit = static_cast<uint64_t>(correlation) & ((uint64_t{1} << kPageBits) - 1);
+  return page != nullptr && (page[bit / 64] >> (bit % 64) & 1);
+}
+
+void CorrelationSet::Insert(int64_t correlation) {
+  uint64_t* page = Page(correlation, true);
+  const auto bit = static_cast<uint64_t>(correlation) & ((uint64_t{1} << kPageBits) - 1);
+  page[bit / 64] |= uint64_t{1} << (bit % 64);
+}
+
 // --- StepTimeline -------------------------------------------------------------------------------
 
 bool StepTimeline::AddStep(std::string_view name, int64_t start_ns, int64_t end_ns) {
@@ -161,37 +189,12 @@ uint32_t StepTimeline::StepAt(int64_t ts_ns) {
   return static_cast<uint32_t>(i);
 }
 
-uint64_t* StepTimeline::SeenPage(int64_t correlation, bool add) {
-  const int64_t page_id = correlation >> kPageBits;
-  if (last_page_ != nullptr && page_id == last_page_id_) return last_page_;
-  auto it = seen_.find(page_id);
-  if (it == seen_.end()) {
-    if (!add) return nullptr;
-    constexpr size_t kWords = (size_t{1} << kPageBits) / 64;
-    it = seen_.emplace(page_id, std::make_unique<uint64_t[]>(kWords)).first;
-  }
-  last_page_id_ = page_id;
-  last_page_ = it->second.get();
-  return last_page_;
-}
-
-bool StepTimeline::Seen(int64_t correlation) {
-  const uint64_t* page = SeenPage(correlation, false);
-  const auto bit = static_cast<uint64_t>(correlation) & ((uint64_t{1} << kPageBits) - 1);
-  return page != nullptr && (page[bit / 64] >> (bit % 64) & 1);
-}
-
-void StepTimeline::MarkSeen(int64_t correlation) {
-  uint64_t* page = SeenPage(correlation, true);
-  const auto bit = static_cast<uint64_t>(correlation) & ((uint64_t{1} << kPageBits) - 1);
-  page[bit / 64] |= uint64_t{1} << (bit % 64);
-}
-
 bool StepTimeline::AddLaunch(int64_t ts_ns, int64_t correlation) {
   Track();
-  if (state_ == State::kNoSteps || correlation == kNoCorrelation || Seen(correlation)) return true;
+  if (state_ == State::kNoSteps || correlation == kNoCorrelation || seen_.Contains(correlation))
+    return true;
   if (Dropped(correlation)) return false;  // left unseen: no activity looks its step up
-  MarkSeen(correlation);
+  seen_.Insert(correlation);
   if (correlation <= aside_max_correlation_) {
     const auto [first, last] = std::equal_range(
         aside_.begin(), aside_.end(), StepActivity{0, 0, correlation},
@@ -271,7 +274,7 @@ bool StepTimeline::AddActivity(const StepActivity& a) {
     d.queue.push_back(a);
     d.queue.back().chunk = chunk_;
     ++pending_;
-  } else if (Seen(a.correlation)) {
+  } else if (seen_.Contains(a.correlation)) {
     return Sweep(&d, a, StepOfSeen(a.correlation));
   } else if (any_launch_ && a.correlation < last_correlation_seen_) {
     SetAside(a);  // launched before the launches seen, or never: let the rest by
@@ -291,7 +294,7 @@ bool StepTimeline::AddRun(const LaunchRun& run, const DeviceSweep* run_sweep,
   const GpuActivity& first = activities[run.begin];
   if (state_ == State::kNoSteps || first.correlation == kNoCorrelation) return true;
   Device& d = DeviceOf(first.device);
-  if (!d.queue.empty() || !Seen(first.correlation)) {
+  if (!d.queue.empty() || !seen_.Contains(first.correlation)) {
     for (uint32_t i = run.begin; i < run.end; ++i) {
       const GpuActivity& a = activities[i];
       const StepActivity step_activity{a.start_ns, a.end_ns, a.correlation, a.device,
@@ -359,7 +362,7 @@ bool StepTimeline::AllSeenBetween(int64_t after, int64_t before) {
   constexpr uint64_t kMaxGap = uint64_t{1} << 16;
   if (static_cast<uint64_t>(before) - static_cast<uint64_t>(after) > kMaxGap) return false;
   for (int64_t id = after + 1; id < before; ++id) {
-    if (!Seen(id)) return false;
+    if (!seen_.Contains(id)) return false;
   }
   return true;
 }
@@ -379,7 +382,7 @@ bool StepTimeline::Release() {
     bool in_order = true;
     while (in_order && !d.queue.empty()) {
       const StepActivity& front = d.queue.front();
-      if (Seen(front.correlation)) {
+      if (seen_.Contains(front.correlation)) {
         in_order = Sweep(&d, front, StepOfSeen(front.correlation));
         --pending_;
       } else if (front.chunk < chunk_) {
@@ -435,7 +438,7 @@ bool StepTimeline::Finish(GpuTimeline* timeline) {
   if (!Release()) return false;  // what is still set aside was never launched
   for (Device& d : devices_) {
     auto sweep_launched = [&](const StepActivity& a) {
-      return !Seen(a.correlation) || Sweep(&d, a, StepOfSeen(a.correlation));
+      return !seen_.Contains(a.correlation) || Sweep(&d, a, StepOfSeen(a.correlation));
     };
     if (!std::all_of(d.queue.begin(), d.queue.end(), sweep_launched)) return false;
     d.queue.clear();

@@ -354,8 +354,14 @@ void TraceReducer::ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summ
       if (a.name != kTransferName) a.name = local_to_global_[a.name];
       collected_gpu_.push_back(a);
     }
-    collected_launches_.insert(collected_launches_.end(), chunk.launches.begin(),
-                               chunk.launches.end());
+    for (Launch launch : chunk.launches) {
+      const std::string_view api = chunk.launch_apis[launch.api];
+      auto [it, inserted] = collected_launch_api_ids_.try_emplace(
+          api, static_cast<uint32_t>(collected_launch_apis_.size()));
+      if (inserted) collected_launch_apis_.Append(api);
+      launch.api = it->second;
+      collected_launches_.push_back(launch);
+    }
     for (StepAnnotation step : chunk.steps) {
       step.name = collected_step_names_.Append(chunk.step_names[step.name]);
       collected_steps_.push_back(step);
@@ -371,7 +377,8 @@ void TraceReducer::ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summ
     return;
   }
   std::string out_of_order;
-  if (!ConsumeSteps(chunk, summary, &out_of_order)) {
+  if (!ConsumeSteps(chunk, summary, &out_of_order) ||
+      !ConsumeLaunches(chunk, summary, &out_of_order)) {
     ReadGpuTimelineAgain(StrCat(out_of_order, " near byte ", chunk.begin));
     return;
   }
@@ -422,12 +429,32 @@ bool TraceReducer::ConsumeSteps(const ParsedChunk& chunk, const ChunkSummary& su
   return true;
 }
 
+bool TraceReducer::ConsumeLaunches(const ParsedChunk& chunk, const ChunkSummary& summary,
+                                   std::string* out_of_order) {
+  launch_join_.NextChunk();
+  launch_join_.AddLaunches(chunk.launches, chunk.launch_apis);
+  for (const GpuActivity& a : summary.gpu) {
+    if (!launch_join_.AddActivity(a.device, a.start_ns, a.end_ns, a.correlation)) {
+      *out_of_order = StrCat("a GPU event comes over ", LaunchJoin::kWindowChunks,
+                             " chunks after its launch was last used");
+      return false;
+    }
+  }
+  if (launch_join_.waiting() > LaunchJoin::kMaxWaiting) {
+    *out_of_order =
+        StrCat("over ", LaunchJoin::kMaxWaiting, " GPU gaps and events wait for launches");
+    return false;
+  }
+  return true;
+}
+
 void TraceReducer::ReadGpuTimelineAgain(std::string reason) {
   GpuTimeline& timeline = profile_.gpu_timeline;
   timeline.path = GpuTimelinePath::kReadAgain;
   timeline.collected_reason = std::move(reason);
   sweeps_.clear();
   step_timeline_ = StepTimeline(StepTimeline::kStreamedOpenSteps, step_figures_);
+  launch_join_ = LaunchJoin();
   timeline.collectives = {};
 }
 
@@ -468,9 +495,10 @@ void TraceReducer::FinishGpuTimeline() {
   std::stable_sort(timeline.collectives.begin(), timeline.collectives.end(),
                    [](const Collective& a, const Collective& b) { return a.device < b.device; });
   for (const auto& [device, sweep] : sweeps_) {
-    timeline.devices.push_back(DeviceTimeline{device, sweep.Figures(), {}});
+    timeline.devices.push_back(DeviceTimeline{device, sweep.Figures(), {}, {}, {}});
   }
   sweeps_.clear();
+  launch_join_.Finish(&timeline);
   if (!step_timeline_.Finish(&timeline)) {
     timeline.devices.clear();
     ReadGpuTimelineAgain("a device's steps are out of start order at the end");
@@ -496,11 +524,19 @@ void TraceReducer::FinishCollectedGpuTimeline(const std::vector<bool>& communica
     }
     steps.AddActivity(StepActivity{a.start_ns, a.end_ns, a.correlation, a.device, kind});
   }
+  LaunchJoin launches;  // every launch known before the first activity, none dropped
+  launches.AddLaunches(collected_launches_, collected_launch_apis_);
+  for (const GpuActivity& a : collected_gpu_) {
+    launches.AddActivity(a.device, a.start_ns, a.end_ns, a.correlation);
+  }
   timeline.devices = SweepCollected(std::move(collected_gpu_),
                                     [&](uint32_t name) { return KernelKind(name, communicates); });
+  launches.Finish(&timeline);
   steps.Finish(&timeline);
   collected_gpu_ = {};
   collected_launches_ = {};
+  collected_launch_apis_ = InternedStrings();
+  collected_launch_api_ids_ = {};
   collected_steps_ = {};
 }
 

@@ -54,10 +54,14 @@ struct GpuTransfer {
 };
 
 // Launch is a runtime or driver call with a correlation id and a numeric ts: what gives the GPU
-// events of the same correlation their profiler step (gpu_timeline.h). Read in every command.
+// events of the same correlation their profiler step (gpu_timeline.h), and what the GPU waited
+// for before them (idle causes, launch statistics). Read in every command. A call without a
+// numeric dur counts as taking no time.
 struct Launch {
   int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
   int64_t correlation = 0;
+  uint32_t api = 0;  // the call's name: index into ParsedChunk::launch_apis
 };
 
 // StepAnnotation is an event that marks a profiler step (IsStepAnnotation(): a user_annotation,
@@ -231,6 +235,7 @@ struct ParsedChunk {
   // Launches and step annotations, in trace order; step annotations whose ts or dur was missing
   // or not a number are counted, not kept.
   std::vector<Launch> launches;
+  InternedStrings launch_apis;  // the chunk's distinct launch names (cudaLaunchKernel, ...)
   std::vector<StepAnnotation> steps;
   InternedStrings step_names;
   uint64_t steps_with_bad_times = 0;

@@ -90,11 +90,45 @@ struct StepFigures {
   GpuTimeFigures figures;
 };
 
-// DeviceTimeline is one device's figures, in all and per step (by step, those it ran in).
+// IdleSplit is why a device was idle: each gap [g0, g1) of its span (a maximal interval with no
+// activity running) goes by the launch L of the activity K that starts at g1 (of several, the one
+// whose launch ended first; for a graph replay's kernels, the graph launch), with e = L's end:
+// clamp(e, g0, g1) - g0 is cpu_wait (the launch had not returned yet), the rest launch_latency
+// (it had, and the work had not started); a gap whose K has no launch in the trace is
+// unattributed. The three sum to GpuTimeFigures::idle_ns().
+struct IdleSplit {
+  int64_t cpu_wait_ns = 0;
+  int64_t launch_latency_ns = 0;
+  int64_t unattributed_ns = 0;
+  uint64_t gaps = 0;
+};
+
+// Quantiles of a set of nanosecond values, by nearest rank: the ceil(q * n)-th smallest.
+struct Quantiles {
+  int64_t median_ns = 0;
+  int64_t p90_ns = 0;
+  int64_t max_ns = 0;
+};
+
+// LaunchStats is one API's launches that started an activity on a device: their count, how long
+// each call took on the CPU (its dur) and its delay, from the call's end to the start of its
+// first activity on the device (HTA's launch delay; negative when the work started before the
+// call returned).
+struct LaunchStats {
+  std::string api;
+  uint64_t count = 0;
+  Quantiles cpu;
+  Quantiles delay;
+};
+
+// DeviceTimeline is one device's figures, in all and per step (by step, those it ran in), and why
+// it was idle and how its work was launched (launch_join.h).
 struct DeviceTimeline {
   int32_t device = 0;
   GpuTimeFigures figures;
   std::vector<StepFigures> steps;
+  IdleSplit idle;
+  std::vector<LaunchStats> launches;  // by API name
 };
 
 // ProfilerStep is a step of the trace, as HTA counts it: a top-level step annotation
@@ -143,6 +177,22 @@ inline constexpr uint32_t kNoRunSweep = UINT32_MAX;
 struct LaunchRun {
   uint32_t begin = 0, end = 0;   // the run's activities, in the chunk's
   uint32_t sweep = kNoRunSweep;  // a run of several: its sweep, in the chunk's run sweeps
+};
+
+// CorrelationSet is a set of correlation ids, one bit each in pages of 4,096 consecutive ids:
+// ids mostly increase, so the pages are few and mostly full.
+class CorrelationSet {
+ public:
+  bool Contains(int64_t correlation);
+  void Insert(int64_t correlation);
+
+ private:
+  static constexpr int kPageBits = 12;
+  uint64_t* Page(int64_t correlation, bool add);
+
+  absl::flat_hash_map<int64_t, std::unique_ptr<uint64_t[]>> pages_;
+  int64_t last_page_id_ = 0;
+  uint64_t* last_page_ = nullptr;
 };
 
 // StepTimeline measures each device's time per profiler step as the trace arrives, in memory
@@ -229,10 +279,6 @@ class StepTimeline {
 
   void Track();  // leaves kSteps: orders the steps, drops nested ones
   uint32_t StepAt(int64_t ts_ns);
-  // Seen() says whether the launch of `correlation` was seen; MarkSeen() marks it.
-  bool Seen(int64_t correlation);
-  void MarkSeen(int64_t correlation);
-  uint64_t* SeenPage(int64_t correlation, bool add);
   // StepOfSeen() is a seen launch's step, kOutsideSteps outside steps.
   uint32_t StepOfSeen(int64_t correlation);
   Device& DeviceOf(int32_t device);
@@ -253,10 +299,7 @@ class StepTimeline {
   int64_t last_correlation_seen_ = 0;  // the highest launch correlation seen
   std::vector<Run> runs_;              // by first
   size_t run_cursor_ = 0;
-  static constexpr int kPageBits = 12;  // ids per page of seen_
-  absl::flat_hash_map<int64_t, std::unique_ptr<uint64_t[]>> seen_;
-  int64_t last_page_id_ = 0;
-  uint64_t* last_page_ = nullptr;
+  CorrelationSet seen_;  // the ids whose launch was seen
   std::vector<Device> devices_;
   size_t device_cursor_ = 0;
   size_t pending_ = 0;
@@ -348,7 +391,7 @@ std::vector<DeviceTimeline> SweepCollected(std::vector<GpuActivity> activities,
     sweep.Add(a.start_ns, a.end_ns,
               a.name == kTransferName ? GpuActivityKind::kMemcpy : kind_of_name(a.name));
     if (i + 1 == activities.size() || activities[i + 1].device != a.device) {
-      devices.push_back(DeviceTimeline{a.device, sweep.Figures(), {}});
+      devices.push_back(DeviceTimeline{a.device, sweep.Figures(), {}, {}, {}});
       sweep = DeviceSweep();
     }
   }

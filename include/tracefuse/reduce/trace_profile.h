@@ -25,6 +25,7 @@
 #include "tracefuse/classify/classifier.h"
 #include "tracefuse/parse/chunk_parser.h"
 #include "tracefuse/reduce/gpu_timeline.h"
+#include "tracefuse/reduce/launch_join.h"
 
 namespace tracefuse {
 
@@ -442,9 +443,12 @@ class TraceReducer {
   std::vector<bool> name_communicates_;  // per name: whether its kernels are Communication
   std::vector<std::pair<int32_t, DeviceSweep>> sweeps_;  // kStream: per device, few
   bool step_figures_;
-  StepTimeline step_timeline_;                   // kStream
-  std::vector<GpuActivity> collected_gpu_;       // kCollect: names are the trace's
-  std::vector<Launch> collected_launches_;       // kCollect
+  StepTimeline step_timeline_;              // kStream
+  LaunchJoin launch_join_;                  // kStream
+  std::vector<GpuActivity> collected_gpu_;  // kCollect: names are the trace's
+  std::vector<Launch> collected_launches_;  // kCollect, named in collected_launch_apis_
+  InternedStrings collected_launch_apis_;
+  StringMap<uint32_t> collected_launch_api_ids_;
   std::vector<StepAnnotation> collected_steps_;  // kCollect, named in collected_step_names_
   InternedStrings collected_step_names_;
 
@@ -458,6 +462,10 @@ class TraceReducer {
   // out of order.
   bool ConsumeSteps(const ParsedChunk& chunk, const ChunkSummary& summary,
                     std::string* out_of_order);
+  // ConsumeLaunches() joins the chunk's launches and activities (LaunchJoin); false when a launch
+  // an activity needs was dropped, or too much waits.
+  bool ConsumeLaunches(const ParsedChunk& chunk, const ChunkSummary& summary,
+                       std::string* out_of_order);
   // ReadGpuTimelineAgain() gives up streaming the timeline, for `reason`.
   void ReadGpuTimelineAgain(std::string reason);
   // FinishGpuTimeline() gives the figures, once names have their final rules.

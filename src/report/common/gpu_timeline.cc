@@ -62,6 +62,29 @@ Json StepSpansJson(const GpuTimeline& t) {
   return j;
 }
 
+Json IdleJson(const IdleSplit& idle) {
+  return Json{{"cpu_wait_us", Micros(idle.cpu_wait_ns)},
+              {"launch_latency_us", Micros(idle.launch_latency_ns)},
+              {"unattributed_us", Micros(idle.unattributed_ns)},
+              {"gaps", idle.gaps}};
+}
+
+Json QuantilesJson(const Quantiles& q) {
+  return Json{
+      {"median", Micros(q.median_ns)}, {"p90", Micros(q.p90_ns)}, {"max", Micros(q.max_ns)}};
+}
+
+Json LaunchesJson(const std::vector<LaunchStats>& launches) {
+  Json j = Json::array();
+  for (const LaunchStats& l : launches) {
+    j.push_back(Json{{"api", l.api},
+                     {"count", l.count},
+                     {"cpu_us", QuantilesJson(l.cpu)},
+                     {"delay_us", QuantilesJson(l.delay)}});
+  }
+  return j;
+}
+
 }  // namespace
 
 Json GpuTimelineJson(const TraceProfile& p, bool each_step) {
@@ -79,6 +102,8 @@ Json GpuTimelineJson(const TraceProfile& p, bool each_step) {
     Json device = Json::object();
     device["device"] = d.device;
     AddFiguresJson(d.figures, &device);
+    device["idle"] = IdleJson(d.idle);
+    device["launches"] = LaunchesJson(d.launches);
     if (each_step) {
       Json steps = Json::array();
       for (const StepFigures& s : d.steps) {
@@ -134,6 +159,18 @@ std::string GpuTimelineText(const TraceProfile& p) {
                      Micros(g.span_ns()) / 1000, share(g.busy_ns), share(g.computation_ns),
                      share(g.communication_ns), share(g.exposed_communication_ns),
                      share(g.memcpy_ns), share(g.exposed_memcpy_ns), share(g.idle_ns())));
+    if (d.idle.gaps > 0) {
+      line("    idle", fmt::format("{} gaps: cpu wait {}, launch latency {}, unattributed {}",
+                                   Thousands(d.idle.gaps), share(d.idle.cpu_wait_ns),
+                                   share(d.idle.launch_latency_ns), share(d.idle.unattributed_ns)));
+    }
+    for (const LaunchStats& l : d.launches) {
+      line(StrCat("    ", l.api),
+           fmt::format("{} launches: cpu median {:.1f} us (p90 {:.1f}), delay median {:.1f} us "
+                       "(p90 {:.1f})",
+                       Thousands(l.count), Micros(l.cpu.median_ns), Micros(l.cpu.p90_ns),
+                       Micros(l.delay.median_ns), Micros(l.delay.p90_ns)));
+    }
   }
   if (const StepSpans spans = StepSpansOf(t); spans.steps > 0) {
     std::string steps = StrCat(Thousands(spans.steps), spans.steps == 1 ? " step" : " steps");
