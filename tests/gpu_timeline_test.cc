@@ -376,6 +376,7 @@ struct OracleTimeline {
   std::map<int32_t, std::vector<std::pair<std::string, GpuTimeFigures>>> steps;
   std::map<int32_t, IdleSplit> idle;
   std::map<int32_t, std::vector<LaunchStats>> launches;
+  std::map<int32_t, TraceIntegrity> integrity;
 };
 
 // OracleLaunch is a launch as the oracle sees it: the first runtime or driver call of its
@@ -389,6 +390,7 @@ struct OracleLaunch {
 struct OracleStart {
   int64_t start = 0, end = 0;
   std::optional<int64_t> correlation;
+  int32_t stream = -1;
 };
 
 std::map<int64_t, OracleLaunch> OracleLaunches(const nlohmann::json& events) {
@@ -453,6 +455,35 @@ IdleSplit OracleIdle(std::vector<OracleStart> activities,
     busy_end = std::max(busy_end, activities[i].end);
   }
   return idle;
+}
+
+// OracleIntegrity() is TraceIntegrity's definition: per stream, by start, the activities of
+// positive length that start before the furthest end of the earlier ones, with the time they
+// overlap them, and the activities that start before their launch, with their durations.
+TraceIntegrity OracleIntegrity(std::vector<OracleStart> activities,
+                               const std::map<int64_t, OracleLaunch>& launches) {
+  std::sort(activities.begin(), activities.end(),
+            [](const OracleStart& a, const OracleStart& b) { return a.start < b.start; });
+  TraceIntegrity out;
+  std::map<int32_t, int64_t> stream_end;
+  for (const OracleStart& a : activities) {
+    out.activity_ns += a.end - a.start;
+    if (a.stream >= 0 && a.end > a.start) {
+      auto it = stream_end.find(a.stream);
+      if (it != stream_end.end() && a.start < it->second) {
+        ++out.same_stream_overlaps;
+        out.same_stream_overlap_ns += std::min(it->second, a.end) - a.start;
+        out.involved_ns += std::min(it->second, a.end) - a.start;
+      }
+      stream_end[a.stream] = it == stream_end.end() ? a.end : std::max(it->second, a.end);
+    }
+    if (a.correlation && launches.count(*a.correlation) &&
+        a.start < launches.at(*a.correlation).ts) {
+      ++out.before_launch;
+      out.involved_ns += a.end - a.start;
+    }
+  }
+  return out;
 }
 
 // OracleLaunchStats() is LaunchStats' definition: per API, each launch with an activity on the
@@ -566,7 +597,11 @@ OracleTimeline OracleOfTrace(const std::string& path, const TraceProfile& profil
       if (kind == kComm) collectives->emplace_back(device, ts, dur, name);
     }
     devices[device].push_back({ts, ts + dur, kind});
-    device_starts[device].push_back({ts, ts + dur, std::nullopt});
+    device_starts[device].push_back({ts, ts + dur, std::nullopt, -1});
+    if (e.contains("args") && e["args"].is_object() && e["args"].contains("stream") &&
+        e["args"]["stream"].is_number_integer()) {
+      device_starts[device].back().stream = e["args"]["stream"].get<int32_t>();
+    }
     if (e.contains("args") && e["args"].is_object() && e["args"].contains("correlation") &&
         e["args"]["correlation"].is_number_integer()) {
       device_starts[device].back().correlation = e["args"]["correlation"].get<int64_t>();
@@ -580,6 +615,7 @@ OracleTimeline OracleOfTrace(const std::string& path, const TraceProfile& profil
   for (const auto& [device, starts] : device_starts) {
     out.idle[device] = OracleIdle(starts, launches);
     out.launches[device] = OracleLaunchStats(starts, launches);
+    out.integrity[device] = OracleIntegrity(starts, launches);
   }
   for (const auto& [device, by_step] : device_steps) {
     for (const auto& [step, activities] : by_step) {
@@ -610,6 +646,14 @@ void ExpectSameIdle(const IdleSplit& want, const IdleSplit& got, int64_t idle_ns
   EXPECT_EQ(got.unattributed_ns, want.unattributed_ns);
   EXPECT_EQ(got.gaps, want.gaps);
   EXPECT_EQ(got.cpu_wait_ns + got.launch_latency_ns + got.unattributed_ns, idle_ns);
+}
+
+void ExpectSameIntegrity(const TraceIntegrity& want, const TraceIntegrity& got) {
+  EXPECT_EQ(got.same_stream_overlaps, want.same_stream_overlaps);
+  EXPECT_EQ(got.same_stream_overlap_ns, want.same_stream_overlap_ns);
+  EXPECT_EQ(got.before_launch, want.before_launch);
+  EXPECT_EQ(got.involved_ns, want.involved_ns);
+  EXPECT_EQ(got.activity_ns, want.activity_ns);
 }
 
 void ExpectSameLaunches(const std::vector<LaunchStats>& want, const std::vector<LaunchStats>& got) {
@@ -651,6 +695,7 @@ void ExpectOracle(const std::string& path, const TraceProfile& p) {
     ExpectSameFigures(want.at(d.device), d.figures);
     ExpectSameIdle(oracle.idle.at(d.device), d.idle, d.figures.idle_ns());
     ExpectSameLaunches(oracle.launches.at(d.device), d.launches);
+    ExpectSameIntegrity(oracle.integrity.at(d.device), d.integrity);
     const auto want_steps = oracle.steps.find(d.device);
     ASSERT_EQ(d.steps.size(), want_steps == oracle.steps.end() ? 0 : want_steps->second.size());
     for (size_t i = 0; i < d.steps.size(); ++i) {
@@ -907,7 +952,7 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
     for (int i = 0; i < n; ++i) {
       const int64_t start = static_cast<int64_t>(rng() % 2000);
       const int64_t length = rng() % 6 == 0 ? 0 : static_cast<int64_t>(rng() % 150);
-      OracleStart a{start, start + length, std::nullopt};
+      OracleStart a{start, start + length, std::nullopt, static_cast<int32_t>(rng() % 4) - 1};
       if (rng() % 10 != 0) a.correlation = rng() % 4 == 0 ? correlation : ++correlation;
       activities.emplace_back(static_cast<int32_t>(rng() % 2), a);
     }
@@ -950,8 +995,8 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
       std::stable_sort(mine.begin(), mine.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
       for (const auto& [device, a] : mine) {
-        ASSERT_TRUE(
-            join.AddActivity(device, a.start, a.end, a.correlation.value_or(kNoCorrelation)));
+        ASSERT_TRUE(join.AddActivity(device, a.start, a.end, a.correlation.value_or(kNoCorrelation),
+                                     a.stream));
       }
     }
     GpuTimeline timeline;
@@ -977,6 +1022,7 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
       }
       ExpectSameIdle(OracleIdle(starts, launches), d.idle, last - first - busy);
       ExpectSameLaunches(OracleLaunchStats(starts, launches), d.launches);
+      ExpectSameIntegrity(OracleIntegrity(starts, launches), d.integrity);
     }
   }
 }
@@ -989,11 +1035,32 @@ TEST(LaunchJoin, AnActivityWhoseLaunchWasDroppedFails) {
   names.Append("cudaLaunchKernel");
   join.NextChunk();
   join.AddLaunches({Launch{0, 5, 1, 0}}, names);
-  ASSERT_TRUE(join.AddActivity(0, 10, 20, 1));
+  ASSERT_TRUE(join.AddActivity(0, 10, 20, 1, 7));
   for (uint32_t i = 0; i <= LaunchJoin::kWindowChunks; ++i) join.NextChunk();
   join.AddLaunches({Launch{100, 5, 2, 0}}, names);
-  EXPECT_TRUE(join.AddActivity(0, 110, 120, 2));
-  EXPECT_FALSE(join.AddActivity(0, 130, 140, 1));
+  EXPECT_TRUE(join.AddActivity(0, 110, 120, 2, 7));
+  EXPECT_FALSE(join.AddActivity(0, 130, 140, 1, 7));
+}
+
+// Activities wait LaunchJoin::kWindowChunks chunks for their launch, then count as having none
+// (their gap unattributed); a launch that comes after that fails (the caller collects).
+TEST(LaunchJoin, ActivitiesStopWaitingAndALaunchAfterThatFails) {
+  LaunchJoin join;
+  InternedStrings names;
+  names.Append("cudaLaunchKernel");
+  join.NextChunk();
+  ASSERT_TRUE(join.AddActivity(0, 0, 10, 1, 7));
+  ASSERT_TRUE(join.AddActivity(0, 30, 40, 2, 7));  // a gap of 20 ns, ended by id 2
+  EXPECT_EQ(join.waiting(), 3u);                   // each first activity, and the gap
+  for (uint32_t i = 0; i <= LaunchJoin::kWindowChunks; ++i) join.NextChunk();
+  EXPECT_EQ(join.waiting(), 0u);
+  EXPECT_FALSE(join.AddLaunches({Launch{5, 5, 2, 0}}, names));
+  GpuTimeline timeline;
+  timeline.devices.emplace_back();
+  join.Finish(&timeline);
+  EXPECT_EQ(timeline.devices[0].idle.unattributed_ns, 20);
+  EXPECT_EQ(timeline.devices[0].idle.gaps, 1u);
+  EXPECT_TRUE(timeline.devices[0].launches.empty());
 }
 
 }  // namespace

@@ -297,6 +297,8 @@ struct ChunkParser::Impl {
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_names;
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_host_names;
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_launch_apis;
+  std::string_view last_launch_api;  // LaunchApi()'s last name, valid while the chunk has one
+  uint32_t last_launch_api_index = 0;
   StringMap<uint32_t> local_threads;
   StringMap<uint32_t> local_shapes;
   std::vector<OpModel> host_name_model;  // per host name of the chunk: OpModelOf()
@@ -448,7 +450,8 @@ struct ChunkParser::Impl {
     }
     const int32_t device = f.kernel.device >= 0 ? f.kernel.device : DeviceFromPid(f.pid_raw);
     const bool has_correlation = f.kernel.flags & KernelEvent::kHasCorrelation;
-    out->transfers.push_back(GpuTransfer{*ts, *dur, f.kernel.correlation, device, has_correlation});
+    out->transfers.push_back(
+        GpuTransfer{*ts, *dur, f.kernel.correlation, device, f.kernel.stream, has_correlation});
     return absl::OkStatus();
   }
 
@@ -463,7 +466,7 @@ struct ChunkParser::Impl {
     if (!read.ok()) return read;
     if (launch) {  // a launch's step is where it starts
       if (ts) {
-        const uint32_t api = Intern(f.name, &local_launch_apis, &out->launch_apis);
+        const uint32_t api = LaunchApi(f.name, out);
         out->launches.push_back(
             Launch{*ts, std::max<int64_t>(dur.value_or(0), 0), f.kernel.correlation, api});
       }
@@ -490,6 +493,16 @@ struct ChunkParser::Impl {
     const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
     if (error != std::errc() || end != digits.data() + digits.size() || pid < 0) return -1;
     return pid;
+  }
+
+  // LaunchApi() interns a launch's name per chunk; runs of one name (an eager model's
+  // cudaLaunchKernel) skip the hash.
+  uint32_t LaunchApi(std::string_view name, ParsedChunk* out) {
+    if (out->launch_apis.size() == 0 || name != last_launch_api) {
+      last_launch_api = name;
+      last_launch_api_index = Intern(name, &local_launch_apis, &out->launch_apis);
+    }
+    return last_launch_api_index;
   }
 
   uint32_t LocalName(std::string_view name, ParsedChunk* out) {

@@ -8,6 +8,10 @@ namespace tracefuse {
 
 void LaunchJoin::NextChunk() {
   ++chunk_;
+  while (!waiting_by_age_.empty() && waiting_by_age_.front().first + kWindowChunks < chunk_) {
+    GiveUp(waiting_by_age_.front().second);
+    waiting_by_age_.pop_front();
+  }
   while (!by_age_.empty() && by_age_.front().first + kWindowChunks < chunk_) {
     const int64_t correlation = by_age_.front().second;
     by_age_.pop_front();
@@ -22,7 +26,28 @@ void LaunchJoin::NextChunk() {
   }
 }
 
-void LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const InternedStrings& apis) {
+void LaunchJoin::GiveUp(int64_t correlation) {
+  auto waiting = waiting_.find(correlation);
+  if (waiting == waiting_.end()) return;
+  for (const Waiter& w : waiting->second) {
+    if (w.kind != WaiterKind::kGap) continue;
+    Device& d = DeviceOf(w.device);
+    if (d.open_id == w.gap) {
+      --d.open.unknown;
+      continue;
+    }
+    auto gap = gaps_.find(w.gap);
+    if (--gap->second.unknown == 0) {
+      Settle(gap->second);
+      gaps_.erase(gap);
+    }
+  }
+  waiting_count_ -= waiting->second.size();
+  waiting_.erase(waiting);
+  given_up_.Insert(correlation);
+}
+
+bool LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const InternedStrings& apis) {
   chunk_api_.resize(apis.size());
   for (size_t i = 0; i < apis.size(); ++i) {
     auto [it, inserted] = api_ids_.try_emplace(apis[i], static_cast<uint32_t>(apis_.size()));
@@ -31,6 +56,7 @@ void LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
   }
   for (const Launch& l : launches) {
     if (l.correlation == kNoCorrelation || dropped_.Contains(l.correlation)) continue;
+    if (given_up_.Contains(l.correlation)) return false;
     auto [it, inserted] = launches_.try_emplace(
         l.correlation, KnownLaunch{l.ts_ns + l.dur_ns, l.dur_ns, chunk_api_[l.api], chunk_, 0});
     if (!inserted) continue;
@@ -42,9 +68,12 @@ void LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
     waiting_count_ -= waiters.size();
     for (const Waiter& w : waiters) {
       Device& d = DeviceOf(w.device);
-      if (w.gap == kNoGap) {
-        KnownLaunch& launch = launches_.find(l.correlation)->second;
-        if (!Counted(&launch, l.correlation, w.device)) Count(&d, launch, w.start_ns);
+      if (w.kind != WaiterKind::kGap) {
+        BeforeLaunch(&d, w.start_ns, w.dur_ns, l.ts_ns);
+        KnownLaunch& launch = it->second;
+        if (w.kind == WaiterKind::kFirst && !Counted(&launch, l.correlation, w.device)) {
+          Count(&d, launch, w.start_ns);
+        }
         continue;
       }
       const bool open = d.open_id == w.gap;
@@ -56,6 +85,7 @@ void LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
       }
     }
   }
+  return true;
 }
 
 LaunchJoin::Device& LaunchJoin::DeviceOf(int32_t device) {
@@ -92,26 +122,64 @@ bool LaunchJoin::Counted(KnownLaunch* launch, int64_t correlation, int32_t devic
 }
 
 void LaunchJoin::Count(Device* d, const KnownLaunch& launch, int64_t start_ns) {
+  if (d->apis.size() <= launch.api) d->apis.resize(launch.api + 1);
   ApiCounts& counts = d->apis[launch.api];
   ++counts.count;
-  ++counts.cpu[launch.dur_ns];
-  ++counts.delay[start_ns - launch.end_ns];
+  counts.cpu.Add(launch.dur_ns);
+  counts.delay.Add(start_ns - launch.end_ns);
 }
 
-void LaunchJoin::Wait(int64_t correlation, const Waiter& waiter) {
-  std::vector<Waiter>& waiters = waiting_[correlation];
-  if (waiter.gap == kNoGap) {  // the first activity on a device waits once: later ones start later
+void LaunchJoin::Wait(int64_t correlation, Waiter waiter) {
+  auto [it, inserted] = waiting_.try_emplace(correlation);
+  if (inserted) waiting_by_age_.emplace_back(chunk_, correlation);
+  std::vector<Waiter>& waiters = it->second;
+  if (waiter.kind == WaiterKind::kFirst) {  // later activities on the device start later
     for (const Waiter& w : waiters) {
-      if (w.gap == kNoGap && w.device == waiter.device) return;
+      if (w.kind == WaiterKind::kFirst && w.device == waiter.device) {
+        waiter.kind = WaiterKind::kLater;
+        break;
+      }
     }
   }
   waiters.push_back(waiter);
   ++waiting_count_;
 }
 
-bool LaunchJoin::AddActivity(int32_t device, int64_t start_ns, int64_t end_ns,
-                             int64_t correlation) {
+void LaunchJoin::Overlap(Device* d, int64_t start_ns, int64_t end_ns, int32_t stream) {
+  if (stream < 0 || end_ns <= start_ns) return;
+  if (d->stream_cursor >= d->stream_ends.size() ||
+      d->stream_ends[d->stream_cursor].first != stream) {
+    d->stream_cursor = 0;
+    while (d->stream_cursor < d->stream_ends.size() &&
+           d->stream_ends[d->stream_cursor].first != stream) {
+      ++d->stream_cursor;
+    }
+    if (d->stream_cursor == d->stream_ends.size()) {
+      d->stream_ends.emplace_back(stream, end_ns);
+      return;
+    }
+  }
+  int64_t& furthest_end = d->stream_ends[d->stream_cursor].second;
+  const int64_t earlier_end = furthest_end;
+  furthest_end = std::max(earlier_end, end_ns);
+  if (start_ns >= earlier_end) return;
+  ++d->integrity.same_stream_overlaps;
+  d->integrity.same_stream_overlap_ns += std::min(earlier_end, end_ns) - start_ns;
+  d->integrity.involved_ns += std::min(earlier_end, end_ns) - start_ns;
+}
+
+void LaunchJoin::BeforeLaunch(Device* d, int64_t start_ns, int64_t dur_ns,
+                              int64_t launch_start_ns) {
+  if (start_ns >= launch_start_ns) return;
+  ++d->integrity.before_launch;
+  d->integrity.involved_ns += dur_ns;
+}
+
+bool LaunchJoin::AddActivity(int32_t device, int64_t start_ns, int64_t end_ns, int64_t correlation,
+                             int32_t stream) {
   Device& d = DeviceOf(device);
+  d.integrity.activity_ns += end_ns - start_ns;
+  Overlap(&d, start_ns, end_ns, stream);
   if (d.any && start_ns > d.busy_end_ns) {
     Close(&d);
     d.open = Gap{device, d.busy_end_ns, start_ns};
@@ -123,19 +191,29 @@ bool LaunchJoin::AddActivity(int32_t device, int64_t start_ns, int64_t end_ns,
   d.any = true;
   const bool candidate = d.open_id != kNoGap;
   if (correlation == kNoCorrelation) return true;
-  if (!candidate && correlation == d.last_counted) return true;
-  KnownLaunch* launch = Find(correlation);
-  if (launch == nullptr) {
-    if (dropped_.Contains(correlation)) return false;
-    Wait(correlation, Waiter{kNoGap, device, start_ns});
+  if (correlation == d.last_counted) {  // the next activity of a launch (a graph replay's kernel)
+    BeforeLaunch(&d, start_ns, end_ns - start_ns, d.last_counted_start_ns);
     if (candidate) {
-      ++d.open.unknown;
-      Wait(correlation, Waiter{d.open_id, device, start_ns});
+      d.open.first_launch_end_ns = std::min(d.open.first_launch_end_ns, d.last_counted_end_ns);
     }
     return true;
   }
+  KnownLaunch* launch = Find(correlation);
+  if (launch == nullptr) {
+    if (dropped_.Contains(correlation)) return false;
+    Wait(correlation, Waiter{WaiterKind::kFirst, device, kNoGap, start_ns, end_ns - start_ns});
+    if (candidate) {
+      ++d.open.unknown;
+      Wait(correlation, Waiter{WaiterKind::kGap, device, d.open_id, start_ns, 0});
+    }
+    return true;
+  }
+  const int64_t launch_start_ns = launch->end_ns - launch->dur_ns;
+  BeforeLaunch(&d, start_ns, end_ns - start_ns, launch_start_ns);
   if (!Counted(launch, correlation, device)) Count(&d, *launch, start_ns);
   d.last_counted = correlation;
+  d.last_counted_start_ns = launch_start_ns;
+  d.last_counted_end_ns = launch->end_ns;
   if (candidate) d.open.first_launch_end_ns = std::min(d.open.first_launch_end_ns, launch->end_ns);
   return true;
 }
@@ -162,40 +240,80 @@ void LaunchJoin::Settle(const Gap& gap) {
   }
 }
 
-namespace {
-
-// The ceil(q * n)-th smallest of `counts` for q = 1/2, 9/10 and 1, by nearest rank.
-Quantiles QuantilesOf(const absl::flat_hash_map<int64_t, uint64_t>& counts, uint64_t n) {
-  std::vector<std::pair<int64_t, uint64_t>> sorted(counts.begin(), counts.end());
-  std::sort(sorted.begin(), sorted.end());
-  const uint64_t ranks[] = {(n + 1) / 2, (9 * n + 9) / 10, n};
-  int64_t values[3] = {};
-  uint64_t seen = 0;
-  size_t next = 0;
-  for (const auto& [value, count] : sorted) {
-    seen += count;
-    while (next < 3 && ranks[next] <= seen) values[next++] = value;
+void LaunchJoin::ValueSet::Add(int64_t value) {
+  if (buckets_.empty()) {
+    auto it = counts_.find(value);
+    if (it != counts_.end()) {
+      ++it->second;
+      return;
+    }
+    if (counts_.size() < kMaxCounted) {
+      counts_.emplace(value, 1);
+      return;
+    }
+    for (const auto& [v, count] : counts_) {
+      buckets_[v >> 16].insert(buckets_[v >> 16].end(), count, static_cast<uint16_t>(v & 0xffff));
+    }
+    counts_.clear();
   }
-  return Quantiles{values[0], values[1], values[2]};
+  buckets_[value >> 16].push_back(static_cast<uint16_t>(value & 0xffff));
 }
 
-}  // namespace
+// The ceil(q * n)-th smallest values for q = 1/2, 9/10 and 1, by nearest rank.
+Quantiles LaunchJoin::ValueSet::QuantilesOf(uint64_t n) const {
+  const uint64_t ranks[] = {(n + 1) / 2, (9 * n + 9) / 10, n};
+  if (buckets_.empty()) {
+    std::vector<std::pair<int64_t, uint64_t>> sorted(counts_.begin(), counts_.end());
+    std::sort(sorted.begin(), sorted.end());
+    int64_t found[3] = {};
+    uint64_t seen = 0;
+    size_t next = 0;
+    for (const auto& [value, count] : sorted) {
+      seen += count;
+      while (next < 3 && ranks[next] <= seen) found[next++] = value;
+    }
+    return Quantiles{found[0], found[1], found[2]};
+  }
+  std::vector<int64_t> keys;
+  for (const auto& [bucket, values] : buckets_) keys.push_back(bucket);
+  std::sort(keys.begin(), keys.end());
+  int64_t found[3] = {};
+  uint64_t below = 0;
+  size_t next = 0;
+  for (int64_t bucket : keys) {
+    const std::vector<uint16_t>& values = buckets_.at(bucket);
+    if (next < 3 && ranks[next] <= below + values.size()) {
+      std::vector<uint16_t> sorted = values;
+      std::sort(sorted.begin(), sorted.end());
+      while (next < 3 && ranks[next] <= below + sorted.size()) {
+        found[next] = bucket * 65536 + sorted[ranks[next] - below - 1];
+        ++next;
+      }
+    }
+    below += values.size();
+  }
+  return Quantiles{found[0], found[1], found[2]};
+}
 
 void LaunchJoin::Finish(GpuTimeline* timeline) {
   for (Device& d : devices_) Close(&d);
   // What still waits has no launch in the trace: gaps settle with the launches they have.
   waiting_.clear();
   waiting_count_ = 0;
+  waiting_by_age_.clear();
   for (const auto& [id, gap] : gaps_) Settle(gap);
   gaps_.clear();
   for (DeviceTimeline& t : timeline->devices) {
     Device& d = DeviceOf(t.device);
     t.idle = d.idle;
+    t.integrity = d.integrity;
     t.launches.clear();
-    for (const auto& [api, counts] : d.apis) {
+    for (size_t api = 0; api < d.apis.size(); ++api) {
+      const ApiCounts& counts = d.apis[api];
+      if (counts.count == 0) continue;
       t.launches.push_back(LaunchStats{apis_[api], counts.count,
-                                       QuantilesOf(counts.cpu, counts.count),
-                                       QuantilesOf(counts.delay, counts.count)});
+                                       counts.cpu.QuantilesOf(counts.count),
+                                       counts.delay.QuantilesOf(counts.count)});
     }
     std::sort(t.launches.begin(), t.launches.end(),
               [](const LaunchStats& a, const LaunchStats& b) { return a.api < b.api; });

@@ -141,7 +141,7 @@ void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk, const Classifier& clas
     } else {
       const bool launched = k.flags & KernelEvent::kHasCorrelation;
       gpu.push_back(GpuActivity{k.ts_ns, k.ts_ns + k.dur_ns, k.device, k.name,
-                                launched ? k.correlation : kNoCorrelation});
+                                launched ? k.correlation : kNoCorrelation, k.stream});
     }
   }
   const size_t kernels = gpu.size();
@@ -150,7 +150,7 @@ void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk, const Classifier& clas
       ++gpu_events_skipped;
     } else {
       gpu.push_back(GpuActivity{t.ts_ns, t.ts_ns + t.dur_ns, t.device, kTransferName,
-                                t.has_correlation ? t.correlation : kNoCorrelation});
+                                t.has_correlation ? t.correlation : kNoCorrelation, t.stream});
     }
   }
   SortByDeviceAndStart(&gpu, kernels, &merge_scratch_);
@@ -432,9 +432,13 @@ bool TraceReducer::ConsumeSteps(const ParsedChunk& chunk, const ChunkSummary& su
 bool TraceReducer::ConsumeLaunches(const ParsedChunk& chunk, const ChunkSummary& summary,
                                    std::string* out_of_order) {
   launch_join_.NextChunk();
-  launch_join_.AddLaunches(chunk.launches, chunk.launch_apis);
+  if (!launch_join_.AddLaunches(chunk.launches, chunk.launch_apis)) {
+    *out_of_order =
+        StrCat("a launch comes over ", LaunchJoin::kWindowChunks, " chunks after its GPU events");
+    return false;
+  }
   for (const GpuActivity& a : summary.gpu) {
-    if (!launch_join_.AddActivity(a.device, a.start_ns, a.end_ns, a.correlation)) {
+    if (!launch_join_.AddActivity(a.device, a.start_ns, a.end_ns, a.correlation, a.stream)) {
       *out_of_order = StrCat("a GPU event comes over ", LaunchJoin::kWindowChunks,
                              " chunks after its launch was last used");
       return false;
@@ -495,7 +499,7 @@ void TraceReducer::FinishGpuTimeline() {
   std::stable_sort(timeline.collectives.begin(), timeline.collectives.end(),
                    [](const Collective& a, const Collective& b) { return a.device < b.device; });
   for (const auto& [device, sweep] : sweeps_) {
-    timeline.devices.push_back(DeviceTimeline{device, sweep.Figures(), {}, {}, {}});
+    timeline.devices.push_back(DeviceTimeline{device, sweep.Figures(), {}, {}, {}, {}});
   }
   sweeps_.clear();
   launch_join_.Finish(&timeline);
@@ -527,7 +531,7 @@ void TraceReducer::FinishCollectedGpuTimeline(const std::vector<bool>& communica
   LaunchJoin launches;  // every launch known before the first activity, none dropped
   launches.AddLaunches(collected_launches_, collected_launch_apis_);
   for (const GpuActivity& a : collected_gpu_) {
-    launches.AddActivity(a.device, a.start_ns, a.end_ns, a.correlation);
+    launches.AddActivity(a.device, a.start_ns, a.end_ns, a.correlation, a.stream);
   }
   timeline.devices = SweepCollected(std::move(collected_gpu_),
                                     [&](uint32_t name) { return KernelKind(name, communicates); });

@@ -50,6 +50,7 @@ struct GpuTransfer {
   int64_t dur_ns = 0;
   int64_t correlation = 0;
   int32_t device = -1;  // as KernelEvent::device
+  int32_t stream = -1;  // args.stream, -1 without one
   bool has_correlation = false;
 };
 

@@ -36,6 +36,7 @@ struct GpuActivity {
   int32_t device = 0;  // args.device, else the event's pid
   uint32_t name = kTransferName;
   int64_t correlation = kNoCorrelation;
+  int32_t stream = -1;  // args.stream, -1 without one
 };
 
 // GpuActivityKind is what an activity counts as: a kernel the rule set classifies as
@@ -121,6 +122,24 @@ struct LaunchStats {
   Quantiles delay;
 };
 
+// TraceIntegrity is where a device's times do not add up: activities of one stream that start
+// before the earlier ones of that stream end (a stream runs its work in order, but where
+// programmatic dependent launch lets a kernel start during the one before it), with the time they
+// overlap them (activities without a stream, or of zero length, are not counted), and activities
+// that start before their launch call does (only wrong times do).
+struct TraceIntegrity {
+  uint64_t same_stream_overlaps = 0;
+  int64_t same_stream_overlap_ns = 0;
+  uint64_t before_launch = 0;
+  // involved_ns is the time the overlaps cover plus the durations of the activities that start
+  // before their launch, out of activity_ns, the durations of all the device's activities summed
+  // (both sums are the same whatever order activities that start together come in).
+  int64_t involved_ns = 0;
+  int64_t activity_ns = 0;
+
+  bool clean() const { return same_stream_overlaps == 0 && before_launch == 0; }
+};
+
 // DeviceTimeline is one device's figures, in all and per step (by step, those it ran in), and why
 // it was idle and how its work was launched (launch_join.h).
 struct DeviceTimeline {
@@ -129,6 +148,7 @@ struct DeviceTimeline {
   std::vector<StepFigures> steps;
   IdleSplit idle;
   std::vector<LaunchStats> launches;  // by API name
+  TraceIntegrity integrity;
 };
 
 // ProfilerStep is a step of the trace, as HTA counts it: a top-level step annotation
@@ -391,7 +411,7 @@ std::vector<DeviceTimeline> SweepCollected(std::vector<GpuActivity> activities,
     sweep.Add(a.start_ns, a.end_ns,
               a.name == kTransferName ? GpuActivityKind::kMemcpy : kind_of_name(a.name));
     if (i + 1 == activities.size() || activities[i + 1].device != a.device) {
-      devices.push_back(DeviceTimeline{a.device, sweep.Figures(), {}, {}, {}});
+      devices.push_back(DeviceTimeline{a.device, sweep.Figures(), {}, {}, {}, {}});
       sweep = DeviceSweep();
     }
   }

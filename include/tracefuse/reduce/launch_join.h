@@ -1,14 +1,16 @@
 // Part of stage 5, library tracefuse_reduce: why each GPU waits, and how its work was launched.
 //
 // LaunchJoin joins a trace's launches (runtime and driver calls with a correlation id) with the
-// GPU activities they start, as the trace streams by, to give each device its IdleSplit and its
-// LaunchStats per API (gpu_timeline.h defines both). A device's activities come in start order,
-// so its gaps are found as they arrive; a gap needs the launch of the activity that ends it, and a
-// launch's statistics need its first activity on the device. CUPTI writes a kernel a few events
-// before its launch, roctracer after it: what waits for a launch not seen yet is kept by
-// correlation id and settled when the launch comes (or, at the end, as having none). Launches are
-// kept while they are recent: one unused for kWindowChunks chunks is dropped, its id remembered in
-// a bit set; an activity that needs a dropped launch makes the caller collect the trace instead.
+// GPU activities they start, as the trace streams by, to give each device its IdleSplit, its
+// LaunchStats per API and its TraceIntegrity (gpu_timeline.h defines them). A device's activities
+// come in start order, so its gaps are found as they arrive; a gap needs the launch of the activity
+// that ends it, and a launch's statistics need its first activity on the device. CUPTI writes a
+// kernel a few events before its launch, roctracer after it: what waits for a launch not seen yet
+// is kept by correlation id and settled when the launch comes, or as having none once it has
+// waited kWindowChunks chunks (its id remembered: should the launch come after all, the caller
+// collects the trace instead). Launches are kept while they are recent: one unused for
+// kWindowChunks chunks is dropped, its id remembered; an activity that needs a dropped launch
+// makes the caller collect the trace instead.
 #ifndef TRACEFUSE_REDUCE_LAUNCH_JOIN_H_
 #define TRACEFUSE_REDUCE_LAUNCH_JOIN_H_
 
@@ -33,15 +35,16 @@ class LaunchJoin {
   // caller collects the trace instead.
   static constexpr size_t kMaxWaiting = size_t{1} << 20;
 
-  // NextChunk() starts the next chunk (call it before the chunk's launches and activities) and
-  // drops the launches unused for kWindowChunks chunks.
+  // NextChunk() starts the next chunk (call it before the chunk's launches and activities): drops
+  // the launches unused for kWindowChunks chunks and settles what waited that long.
   void NextChunk();
   // AddLaunches() takes a chunk's launches, their names in `apis`; a second launch of one
-  // correlation id is ignored.
-  void AddLaunches(const std::vector<Launch>& launches, const InternedStrings& apis);
-  // AddActivity() takes a device's next activity in start order; false when its launch was
-  // dropped while the activity needs it.
-  bool AddActivity(int32_t device, int64_t start_ns, int64_t end_ns, int64_t correlation);
+  // correlation id is ignored. False when a launch comes after its activities stopped waiting.
+  bool AddLaunches(const std::vector<Launch>& launches, const InternedStrings& apis);
+  // AddActivity() takes a device's next activity in start order (`stream` -1: none); false when
+  // its launch was dropped while the activity needs it.
+  bool AddActivity(int32_t device, int64_t start_ns, int64_t end_ns, int64_t correlation,
+                   int32_t stream);
   // waiting() is how many gaps and first activities wait for their launches.
   size_t waiting() const { return waiting_count_; }
   // Finish() settles what still waits (its launch is not in the trace) and gives each device of
@@ -65,18 +68,34 @@ class LaunchJoin {
     int64_t first_launch_end_ns = INT64_MAX;  // of the launches known so far
     uint32_t unknown = 0;                     // candidates whose launch has not come yet
   };
-  // What waits for the launch of one correlation id: a gap (`gap`) or a first activity on a
-  // device (`device`, `start_ns`).
+  // What waits for the launch of one correlation id: a gap (`gap`), or an activity on `device`
+  // (starting at `start_ns`, lasting `dur_ns`): the launch's first there, or a later one, which
+  // only needs to know whether it started before its launch.
+  enum class WaiterKind : uint8_t { kGap, kFirst, kLater };
   struct Waiter {
-    uint64_t gap = kNoGap;
+    WaiterKind kind = WaiterKind::kGap;
     int32_t device = 0;
+    uint64_t gap = kNoGap;
     int64_t start_ns = 0;
+    int64_t dur_ns = 0;
   };
-  // Values counted by value, for exact quantiles in memory that grows with distinct values only.
-  using ValueCounts = absl::flat_hash_map<int64_t, uint64_t>;
+  // ValueSet is a multiset of nanosecond values, for exact quantiles: counted by value while
+  // they are few distinct ones (a call's duration often is), else in two bytes a value, each in
+  // the bucket of its 2^16 ns as its low 16 bits.
+  class ValueSet {
+   public:
+    void Add(int64_t value);
+    // QuantilesOf() is the quantiles of the `n` values added.
+    Quantiles QuantilesOf(uint64_t n) const;
+
+   private:
+    static constexpr size_t kMaxCounted = 256;
+    absl::flat_hash_map<int64_t, uint64_t> counts_;
+    absl::flat_hash_map<int64_t, std::vector<uint16_t>> buckets_;
+  };
   struct ApiCounts {
     uint64_t count = 0;
-    ValueCounts cpu, delay;
+    ValueSet cpu, delay;
   };
   struct Device {
     int32_t device = 0;
@@ -87,8 +106,14 @@ class LaunchJoin {
     Gap open;
     uint64_t open_id = kNoGap;
     int64_t last_counted = kNoCorrelation;
+    int64_t last_counted_start_ns = 0;  // that launch's call start and end
+    int64_t last_counted_end_ns = 0;
     IdleSplit idle;
-    absl::flat_hash_map<uint32_t, ApiCounts> apis;
+    TraceIntegrity integrity;
+    // Per stream, the furthest end so far: a device has few streams.
+    std::vector<std::pair<int32_t, int64_t>> stream_ends;
+    size_t stream_cursor = 0;
+    std::vector<ApiCounts> apis;  // by index into apis_
   };
 
   Device& DeviceOf(int32_t device);
@@ -98,7 +123,13 @@ class LaunchJoin {
   void Count(Device* d, const KnownLaunch& launch, int64_t start_ns);
   // Settle() adds a complete gap with no launch left to come to its device's split.
   void Settle(const Gap& gap);
-  void Wait(int64_t correlation, const Waiter& waiter);
+  void Wait(int64_t correlation, Waiter waiter);
+  // GiveUp() settles what waits for the launch of `correlation` as having none.
+  void GiveUp(int64_t correlation);
+  // Overlap() counts an activity that starts before the earlier ones of its stream end.
+  void Overlap(Device* d, int64_t start_ns, int64_t end_ns, int32_t stream);
+  // BeforeLaunch() counts an activity that starts before its launch call.
+  void BeforeLaunch(Device* d, int64_t start_ns, int64_t dur_ns, int64_t launch_start_ns);
   void Close(Device* d);
 
   uint32_t chunk_ = 0;
@@ -116,6 +147,8 @@ class LaunchJoin {
   uint64_t next_gap_ = 0;
   absl::flat_hash_map<int64_t, std::vector<Waiter>> waiting_;
   size_t waiting_count_ = 0;
+  std::deque<std::pair<uint32_t, int64_t>> waiting_by_age_;  // (chunk it began, id), oldest first
+  CorrelationSet given_up_;  // ids whose activities stopped waiting for their launch
 };
 
 }  // namespace tracefuse

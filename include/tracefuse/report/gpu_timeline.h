@@ -16,8 +16,9 @@ namespace tracefuse {
 // "skipped", "with_activities", then median_span_us, min_span_us and max_span_us, null without
 // a step that ran an activity), and "devices", by device: "device", "activities", then span_us,
 // busy_us, computation_us, communication_us, exposed_communication_us, memcpy_us,
-// exposed_memcpy_us and idle_us; with `each_step` (`stats`), also "steps": the same figures per
-// step the device ran in, each with its "step" name.
+// exposed_memcpy_us and idle_us, "idle" (IdleSplit), "launches" (LaunchStats per API) and
+// "integrity" (TraceIntegrity); with `each_step` (`stats`), also "steps": the same figures but
+// those three per step the device ran in, each with its "step" name.
 Json GpuTimelineJson(const TraceProfile& profile, bool each_step = false);
 
 // CollectivesJson() is a trace's communication kernels by device and start, in columns (a run
@@ -27,8 +28,13 @@ Json GpuTimelineJson(const TraceProfile& profile, bool each_step = false);
 Json CollectivesJson(const TraceProfile& profile);
 
 // GpuTimelineText() is the same for people: a "gpu timeline" line, then one line per device
-// with its span and each figure's share of it, then the steps' median GPU span.
+// with its span and each figure's share of it (and, below it, its idle split, its integrity when
+// not clean, and a line per launch API), then the steps' median GPU span.
 std::string GpuTimelineText(const TraceProfile& profile);
+
+// IntegrityText() is the one line that says where a device's times do not add up
+// (TraceIntegrity::clean() false): how many activities, and their share of the activity time.
+std::string IntegrityText(const TraceIntegrity& integrity);
 
 // GpuTimelineSection() is both traces' timelines side by side (`compare` and `ops` text and
 // markdown): each figure summed over a trace's devices, in ms and as a share of the summed span,

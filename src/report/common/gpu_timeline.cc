@@ -69,6 +69,14 @@ Json IdleJson(const IdleSplit& idle) {
               {"gaps", idle.gaps}};
 }
 
+Json IntegrityJson(const TraceIntegrity& t) {
+  return Json{{"same_stream_overlaps", t.same_stream_overlaps},
+              {"same_stream_overlap_us", Micros(t.same_stream_overlap_ns)},
+              {"before_launch", t.before_launch},
+              {"involved_us", Micros(t.involved_ns)},
+              {"activity_us", Micros(t.activity_ns)}};
+}
+
 Json QuantilesJson(const Quantiles& q) {
   return Json{
       {"median", Micros(q.median_ns)}, {"p90", Micros(q.p90_ns)}, {"max", Micros(q.max_ns)}};
@@ -87,6 +95,17 @@ Json LaunchesJson(const std::vector<LaunchStats>& launches) {
 
 }  // namespace
 
+std::string IntegrityText(const TraceIntegrity& t) {
+  const double share =
+      t.activity_ns > 0 ? 100.0 * static_cast<double>(t.involved_ns) / t.activity_ns : 0.0;
+  return fmt::format(
+      "{} activities start before the earlier ones of their stream end ({} ms overlapped: "
+      "programmatic dependent launch, or wrong times), {} start before their launch; {:.1f} % "
+      "of the activity time",
+      Thousands(t.same_stream_overlaps), MillisText(t.same_stream_overlap_ns),
+      Thousands(t.before_launch), share);
+}
+
 Json GpuTimelineJson(const TraceProfile& p, bool each_step) {
   const GpuTimeline& t = p.gpu_timeline;
   Json j = Json::object();
@@ -104,6 +123,7 @@ Json GpuTimelineJson(const TraceProfile& p, bool each_step) {
     AddFiguresJson(d.figures, &device);
     device["idle"] = IdleJson(d.idle);
     device["launches"] = LaunchesJson(d.launches);
+    device["integrity"] = IntegrityJson(d.integrity);
     if (each_step) {
       Json steps = Json::array();
       for (const StepFigures& s : d.steps) {
@@ -164,6 +184,7 @@ std::string GpuTimelineText(const TraceProfile& p) {
                                    Thousands(d.idle.gaps), share(d.idle.cpu_wait_ns),
                                    share(d.idle.launch_latency_ns), share(d.idle.unattributed_ns)));
     }
+    if (!d.integrity.clean()) line("    integrity", IntegrityText(d.integrity));
     for (const LaunchStats& l : d.launches) {
       line(StrCat("    ", l.api),
            fmt::format("{} launches: cpu median {:.1f} us (p90 {:.1f}), delay median {:.1f} us "
