@@ -180,15 +180,16 @@ std::string GpuTimelineText(const TraceProfile& p) {
                      share(g.communication_ns), share(g.exposed_communication_ns),
                      share(g.memcpy_ns), share(g.exposed_memcpy_ns), share(g.idle_ns())));
     if (d.idle.gaps > 0) {
-      line("    idle", fmt::format("{} gaps: cpu wait {}, launch latency {}, unattributed {}",
-                                   Thousands(d.idle.gaps), share(d.idle.cpu_wait_ns),
-                                   share(d.idle.launch_latency_ns), share(d.idle.unattributed_ns)));
+      line("    idle",
+           fmt::format("{} gaps, of the span: cpu wait {}, launch latency {}, unattributed {}",
+                       Thousands(d.idle.gaps), share(d.idle.cpu_wait_ns),
+                       share(d.idle.launch_latency_ns), share(d.idle.unattributed_ns)));
     }
     if (!d.integrity.clean()) line("    integrity", IntegrityText(d.integrity));
     for (const LaunchStats& l : d.launches) {
       line(StrCat("    ", l.api),
-           fmt::format("{} launches: cpu median {:.1f} us (p90 {:.1f}), delay median {:.1f} us "
-                       "(p90 {:.1f})",
+           fmt::format("{} launches: the call takes {:.1f} us median (p90 {:.1f}), its first "
+                       "activity starts {:.1f} us median after it returns (p90 {:.1f})",
                        Thousands(l.count), Micros(l.cpu.median_ns), Micros(l.cpu.p90_ns),
                        Micros(l.delay.median_ns), Micros(l.delay.p90_ns)));
     }
