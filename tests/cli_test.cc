@@ -44,6 +44,10 @@ TEST(Cli, EachBadInputGetsItsOwnMessageAndExitCode) {
       {"noevents.json", R"({"schemaVersion": 1, "deviceProperties": []})", 1,
        "noevents.json: not a Kineto trace: no traceEvents array (top-level keys: schemaVersion, "
        "deviceProperties)"},
+      // A key is the file's text: its control characters are escaped to keep the line whole.
+      {"newlinekey.json", "{\"device\\nProperties\": []}", 1,
+       "newlinekey.json: not a Kineto trace: no traceEvents array (top-level keys: "
+       "device\\x0aProperties)"},
       {"badevent.json", R"({"traceEvents": [{"cat": "kernel", "ts": 1,, "dur": 2}]})", 1,
        "badevent.json: malformed JSON at byte 43: The JSON document has an improper structure: "
        "missing or superfluous commas, braces, missing keys, etc."},

@@ -265,7 +265,9 @@ class ChunkSource {
     const EventSplitter& splitter = chunker_.splitter();
     if (!splitter.events_started()) {
       absl::StatusOr<TraceMetadata> meta = ParseTraceMetadata(splitter.metadata_json(), path_);
-      std::string keys = meta.ok() ? fmt::format("{}", fmt::join(meta->keys, ", ")) : "";
+      // Keys are the file's text: one with a newline must not break the one-line error.
+      std::string keys =
+          meta.ok() ? EscapedControls(fmt::format("{}", fmt::join(meta->keys, ", "))) : "";
       return UnsupportedTraceError(
           StrCat(path_, ": not a Kineto trace: no traceEvents array",
                  keys.empty() ? "" : StrCat(" (top-level keys: ", keys, ")")));
