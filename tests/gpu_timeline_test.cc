@@ -377,6 +377,7 @@ struct OracleTimeline {
   std::map<int32_t, IdleSplit> idle;
   std::map<int32_t, std::vector<LaunchStats>> launches;
   std::map<int32_t, TraceIntegrity> integrity;
+  std::vector<LaunchStats> all_launches;  // over all devices
 };
 
 // OracleLaunch is a launch as the oracle sees it: the first runtime or driver call of its
@@ -486,21 +487,25 @@ TraceIntegrity OracleIntegrity(std::vector<OracleStart> activities,
   return out;
 }
 
-// OracleLaunchStats() is LaunchStats' definition: per API, each launch with an activity on the
-// device, its dur and the start of its first activity there minus its end.
-std::vector<LaunchStats> OracleLaunchStats(const std::vector<OracleStart>& activities,
-                                           const std::map<int64_t, OracleLaunch>& launches) {
-  std::map<int64_t, int64_t> first_start;
-  for (const OracleStart& a : activities) {
-    if (!a.correlation || !launches.count(*a.correlation)) continue;
-    auto [it, inserted] = first_start.emplace(*a.correlation, a.start);
-    if (!inserted) it->second = std::min(it->second, a.start);
-  }
+// OracleLaunchStats() is LaunchStats' definition: per API, each launch with an activity on a
+// device of `devices` (each device's activities), once per such device, its dur and the start of
+// its first activity there minus its end.
+std::vector<LaunchStats> OracleLaunchStats(
+    const std::vector<const std::vector<OracleStart>*>& devices,
+    const std::map<int64_t, OracleLaunch>& launches) {
   std::map<std::string, std::pair<std::vector<int64_t>, std::vector<int64_t>>> by_api;
-  for (const auto& [correlation, start] : first_start) {
-    const OracleLaunch& l = launches.at(correlation);
-    by_api[l.api].first.push_back(l.dur);
-    by_api[l.api].second.push_back(start - (l.ts + l.dur));
+  for (const std::vector<OracleStart>* activities : devices) {
+    std::map<int64_t, int64_t> first_start;
+    for (const OracleStart& a : *activities) {
+      if (!a.correlation || !launches.count(*a.correlation)) continue;
+      auto [it, inserted] = first_start.emplace(*a.correlation, a.start);
+      if (!inserted) it->second = std::min(it->second, a.start);
+    }
+    for (const auto& [correlation, start] : first_start) {
+      const OracleLaunch& l = launches.at(correlation);
+      by_api[l.api].first.push_back(l.dur);
+      by_api[l.api].second.push_back(start - (l.ts + l.dur));
+    }
   }
   std::vector<LaunchStats> out;
   for (const auto& [api, values] : by_api) {
@@ -612,11 +617,14 @@ OracleTimeline OracleOfTrace(const std::string& path, const TraceProfile& profil
   OracleTimeline out;
   for (const auto& [device, activities] : devices) out.devices[device] = Oracle(activities);
   const std::map<int64_t, OracleLaunch> launches = OracleLaunches(events);
+  std::vector<const std::vector<OracleStart>*> all_devices;
   for (const auto& [device, starts] : device_starts) {
     out.idle[device] = OracleIdle(starts, launches);
-    out.launches[device] = OracleLaunchStats(starts, launches);
+    out.launches[device] = OracleLaunchStats({&starts}, launches);
     out.integrity[device] = OracleIntegrity(starts, launches);
+    all_devices.push_back(&starts);
   }
+  out.all_launches = OracleLaunchStats(all_devices, launches);
   for (const auto& [device, by_step] : device_steps) {
     for (const auto& [step, activities] : by_step) {
       out.steps[device].emplace_back(steps[step].first, Oracle(activities));
@@ -710,6 +718,10 @@ void ExpectOracle(const std::string& path, const TraceProfile& p) {
       span.first_start_ns = std::min(span.first_start_ns, f.first_start_ns);
       span.last_end_ns = std::max(span.last_end_ns, f.last_end_ns);
     }
+  }
+  {
+    SCOPED_TRACE("launches over all devices");
+    ExpectSameLaunches(oracle.all_launches, p.gpu_timeline.launches);
   }
   for (size_t i = 0; i < want_spans.size(); ++i) {
     SCOPED_TRACE("step " + std::to_string(i));
@@ -946,11 +958,17 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
   const char* apis[] = {"cudaLaunchKernel", "cudaGraphLaunch", "cuLaunchKernel"};
   for (int round = 0; round < 300; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    const int n = 1 + static_cast<int>(rng() % 80);
+    // Every tenth round has enough distinct values that LaunchJoin buckets them.
+    const bool many = round % 10 == 0;
+    const int n = many ? 700 : 1 + static_cast<int>(rng() % 80);
+    const uint64_t longest_call = many ? 200000 : 40;
     std::vector<std::pair<int32_t, OracleStart>> activities;  // (device, activity)
     int64_t correlation = 100;
     for (int i = 0; i < n; ++i) {
-      const int64_t start = static_cast<int64_t>(rng() % 2000);
+      // Many activities start in the order of their ids, so that a launch is used within
+      // LaunchJoin::kWindowChunks chunks.
+      const int64_t start =
+          many ? i * 4 + static_cast<int64_t>(rng() % 40) : static_cast<int64_t>(rng() % 2000);
       const int64_t length = rng() % 6 == 0 ? 0 : static_cast<int64_t>(rng() % 150);
       OracleStart a{start, start + length, std::nullopt, static_cast<int32_t>(rng() % 4) - 1};
       if (rng() % 10 != 0) a.correlation = rng() % 4 == 0 ? correlation : ++correlation;
@@ -959,8 +977,8 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
     std::map<int64_t, OracleLaunch> launches;
     for (int64_t c = 100; c <= correlation; ++c) {
       if (rng() % 8 == 0) continue;  // no launch in the trace
-      launches[c] = OracleLaunch{static_cast<int64_t>(rng() % 2000) - 100,
-                                 static_cast<int64_t>(rng() % 40), apis[rng() % 3]};
+      launches[c] = OracleLaunch{static_cast<int64_t>(rng() % (many ? 3000 : 2000)) - 100,
+                                 static_cast<int64_t>(rng() % longest_call), apis[rng() % 3]};
     }
     // Chunks: activities by start, a chunk per five; each launch within three chunks of its
     // first activity (or anywhere, when it has none).
@@ -1021,9 +1039,13 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
         end = std::max(end, a.end);
       }
       ExpectSameIdle(OracleIdle(starts, launches), d.idle, last - first - busy);
-      ExpectSameLaunches(OracleLaunchStats(starts, launches), d.launches);
+      ExpectSameLaunches(OracleLaunchStats({&starts}, launches), d.launches);
       ExpectSameIntegrity(OracleIntegrity(starts, launches), d.integrity);
     }
+    std::vector<const std::vector<OracleStart>*> all;
+    for (const auto& entry : by_device) all.push_back(&entry.second);
+    SCOPED_TRACE("launches over all devices");
+    ExpectSameLaunches(OracleLaunchStats(all, launches), timeline.launches);
   }
 }
 

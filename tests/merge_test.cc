@@ -519,7 +519,8 @@ TEST(Merge, JsonHasEveryDocumentedKey) {
 // A side's timeline as batch records it: two devices, each with its figures, and the device's
 // all-reduces.
 json SideTimeline(double computation_us, const std::vector<double>& all_reduces_us,
-                  std::optional<double> step_us = std::nullopt) {
+                  std::optional<double> step_us = std::nullopt,
+                  std::optional<json> idle = std::nullopt) {
   json devices = json::array(), device = json::array(), name = json::array();
   for (int d = 0; d < 2; ++d) {
     devices.push_back({{"device", d},
@@ -534,7 +535,7 @@ json SideTimeline(double computation_us, const std::vector<double>& all_reduces_
                        {"idle_us", 10.25}});
   }
   for (size_t i = 0; i < all_reduces_us.size(); ++i) device.push_back(0), name.push_back(0);
-  return {
+  json timeline = {
       {"path", "streamed"},
       {"collected_reason", nullptr},
       {"events_skipped", 0},
@@ -552,6 +553,8 @@ json SideTimeline(double computation_us, const std::vector<double>& all_reduces_
         {"device", device},
         {"name", name},
         {"duration_us", all_reduces_us}}}};
+  if (idle) timeline["idle"] = *idle;  // an older tracefuse wrote none
+  return timeline;
 }
 
 // Four complete pairs, their timelines in the status files (rank2's AMD side computes 1.3x as
@@ -564,7 +567,11 @@ TEST(Merge, RanksAndTheStragglerFromTheStatusFilesTimelines) {
     b.Complete(label, 5, 1, /*reversed=*/r == 3);
     json amd = SideTimeline(
         r == 2 ? 1300 : 1000 + r,
-        r == 2 ? std::vector<double>{10, 20, 10} : std::vector<double>{40, 35.25, 50}, 150.5 + r);
+        r == 2 ? std::vector<double>{10, 20, 10} : std::vector<double>{40, 35.25, 50}, 150.5 + r,
+        json{{"cpu_wait_us", 18.0 - r / 8.0},  // the three sum to idle_us, 2 * 10.25
+             {"launch_latency_us", 2.0},
+             {"unattributed_us", 0.5 + r / 8.0},
+             {"gaps", 7}});
     json nvidia = SideTimeline(800, {5, 5, 5});
     json timeline = r == 3 ? json{{"trace1", nvidia}, {"trace2", amd}}
                            : json{{"trace1", amd}, {"trace2", nvidia}};
@@ -579,17 +586,22 @@ TEST(Merge, RanksAndTheStragglerFromTheStatusFilesTimelines) {
   const json& amd = j["ranks"][0];
   EXPECT_EQ(amd["collective_kind"], "all-reduce");
   ASSERT_EQ(amd["pairs"].size(), 4u);
-  EXPECT_EQ(amd["pairs"][1], json({{"pair", "rank1"},
-                                   {"span_us", 201.0},
-                                   {"busy_us", 180.5},
-                                   {"computation_us", 1001.0},
-                                   {"exposed_communication_us", 3.0},
-                                   {"idle_us", 20.5},
-                                   {"step_us", 151.5},
-                                   {"wait_us", 30 + 15.25 + 40},
-                                   {"collectives", 3}}));
+  EXPECT_EQ(
+      amd["pairs"][1],
+      json({{"pair", "rank1"},
+            {"span_us", 201.0},
+            {"busy_us", 180.5},
+            {"computation_us", 1001.0},
+            {"exposed_communication_us", 3.0},
+            {"idle_us", 20.5},
+            {"step_us", 151.5},
+            {"idle",
+             {{"cpu_wait_us", 17.875}, {"launch_latency_us", 2.0}, {"unattributed_us", 0.625}}},
+            {"wait_us", 30 + 15.25 + 40},
+            {"collectives", 3}}));
   EXPECT_EQ(amd["pairs"][2]["wait_us"], 0);                  // its all-reduces are the shortest
   EXPECT_EQ(j["ranks"][1]["pairs"][0]["step_us"], nullptr);  // NVIDIA's traces have no steps
+  EXPECT_EQ(j["ranks"][1]["pairs"][0]["idle"], nullptr);     // nor an idle split
   EXPECT_EQ(j["ranks"][1]["pairs"].size(), 4u);
   EXPECT_EQ(j["stragglers"], json::array({{{"side", "trace1"},
                                            {"pair", "rank2"},
@@ -600,10 +612,12 @@ TEST(Merge, RanksAndTheStragglerFromTheStatusFilesTimelines) {
                                            {"collectives", 3}}}));
   const std::string line =
       "rank2 (AMD side) computes 1.30x the median rank; the other 3 ranks waited 0.256 ms for it "
-      "in 3 all-reduces";
+      "in 3 all-reduces; its GPU idles 0.021 ms (cpu wait 0.018, launch latency 0.002, "
+      "unattributed 0.001)";
   RunResult text = b.Merge();
   EXPECT_NE(text.out.find("  " + line.substr(0, line.rfind(' ', 98)) + "\n    "), std::string::npos)
       << text.out;
+  EXPECT_NE(text.out.find("unattributed 0.001)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("  NVIDIA side: no straggler among 4 ranks (GPU computation 0.800 ms "
                           "median, 0.800 ms at most)\n"),
             std::string::npos)

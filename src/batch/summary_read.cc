@@ -253,6 +253,7 @@ class TimelineReader {
         return ForEachElement(f, [&](od::value device) { return Device(device, &timeline); });
       }
       if (key == "steps") return Steps(f, &timeline.figures.step_us);
+      if (key == "idle") return Idle(f, &timeline.figures.idle.emplace());
       return key == "collectives" ? Collectives(f, &timeline) : simdjson::SUCCESS;
     });
     if (err) return err;
@@ -276,6 +277,17 @@ class TimelineReader {
       simdjson::error_code err = Time(figure, key, &us);
       *into += us;
       return err;
+    });
+  }
+
+  // Idle() reads the idle split summed over the devices (GpuTimelineJson()'s "idle").
+  simdjson::error_code Idle(od::value v, RankIdle* idle) {
+    return ForEachKey(v, failed_key_, [&](std::string_view key, od::value figure) {
+      double* into = nullptr;
+      ForEachIdleCause(*idle, [&](std::string_view name, double* us) {
+        if (name == key) into = us;
+      });
+      return into == nullptr ? simdjson::SUCCESS : Time(figure, key, into);
     });
   }
 

@@ -616,6 +616,7 @@ absl::Status ReadGpuTimelineAgain(const std::string& path,
   GpuTimeline& timeline = profile->gpu_timeline;
   timeline.devices = std::move(whole->gpu_timeline.devices);
   timeline.collectives = std::move(whole->gpu_timeline.collectives);
+  timeline.launches = std::move(whole->gpu_timeline.launches);
   timeline.steps = std::move(whole->gpu_timeline.steps);
   timeline.step_names = std::move(whole->gpu_timeline.step_names);
   timeline.step_name_of = std::move(whole->gpu_timeline.step_name_of);

@@ -240,15 +240,15 @@ void LaunchJoin::Settle(const Gap& gap) {
   }
 }
 
-void LaunchJoin::ValueSet::Add(int64_t value) {
+void LaunchJoin::ValueSet::Add(int64_t value, uint64_t times) {
   if (buckets_.empty()) {
     auto it = counts_.find(value);
     if (it != counts_.end()) {
-      ++it->second;
+      it->second += times;
       return;
     }
     if (counts_.size() < kMaxCounted) {
-      counts_.emplace(value, 1);
+      counts_.emplace(value, times);
       return;
     }
     for (const auto& [v, count] : counts_) {
@@ -256,7 +256,15 @@ void LaunchJoin::ValueSet::Add(int64_t value) {
     }
     counts_.clear();
   }
-  buckets_[value >> 16].push_back(static_cast<uint16_t>(value & 0xffff));
+  buckets_[value >> 16].insert(buckets_[value >> 16].end(), times,
+                               static_cast<uint16_t>(value & 0xffff));
+}
+
+void LaunchJoin::ValueSet::AddAll(const ValueSet& other) {
+  for (const auto& [value, count] : other.counts_) Add(value, count);
+  for (const auto& [bucket, values] : other.buckets_) {
+    for (uint16_t low : values) Add(bucket * 65536 + low);
+  }
 }
 
 // The ceil(q * n)-th smallest values for q = 1/2, 9/10 and 1, by nearest rank.
@@ -307,17 +315,35 @@ void LaunchJoin::Finish(GpuTimeline* timeline) {
     Device& d = DeviceOf(t.device);
     t.idle = d.idle;
     t.integrity = d.integrity;
-    t.launches.clear();
-    for (size_t api = 0; api < d.apis.size(); ++api) {
-      const ApiCounts& counts = d.apis[api];
-      if (counts.count == 0) continue;
-      t.launches.push_back(LaunchStats{apis_[api], counts.count,
-                                       counts.cpu.QuantilesOf(counts.count),
-                                       counts.delay.QuantilesOf(counts.count)});
-    }
-    std::sort(t.launches.begin(), t.launches.end(),
-              [](const LaunchStats& a, const LaunchStats& b) { return a.api < b.api; });
+    t.launches = LaunchStatsOf(d.apis);
   }
+  if (timeline->devices.size() == 1) {
+    timeline->launches = timeline->devices[0].launches;
+    return;
+  }
+  // Over all devices: the same launch counts once per device it started work on.
+  std::vector<ApiCounts> all(apis_.size());
+  for (const Device& d : devices_) {
+    for (size_t api = 0; api < d.apis.size(); ++api) {
+      all[api].count += d.apis[api].count;
+      all[api].cpu.AddAll(d.apis[api].cpu);
+      all[api].delay.AddAll(d.apis[api].delay);
+    }
+  }
+  timeline->launches = LaunchStatsOf(all);
+}
+
+std::vector<LaunchStats> LaunchJoin::LaunchStatsOf(const std::vector<ApiCounts>& apis) const {
+  std::vector<LaunchStats> stats;
+  for (size_t api = 0; api < apis.size(); ++api) {
+    const ApiCounts& counts = apis[api];
+    if (counts.count == 0) continue;
+    stats.push_back(LaunchStats{apis_[api], counts.count, counts.cpu.QuantilesOf(counts.count),
+                                counts.delay.QuantilesOf(counts.count)});
+  }
+  std::sort(stats.begin(), stats.end(),
+            [](const LaunchStats& a, const LaunchStats& b) { return a.api < b.api; });
+  return stats;
 }
 
 }  // namespace tracefuse

@@ -18,6 +18,22 @@ namespace tracefuse {
 
 // RankFigures is one rank's GPU time, summed over the devices of its trace (GpuTimeFigures, in
 // µs).
+// RankIdle is why a rank's GPU was idle: its idle split (IdleSplit), summed over its devices.
+struct RankIdle {
+  double cpu_wait_us = 0;
+  double launch_latency_us = 0;
+  double unattributed_us = 0;
+};
+
+// ForEachIdleCause() calls visit(key, &figure) for each figure of `idle` (a RankIdle, const or
+// not), by its key in the status files' "idle" and in merge's JSON.
+template <typename Idle, typename Visit>
+void ForEachIdleCause(Idle& idle, Visit&& visit) {
+  visit("cpu_wait_us", &idle.cpu_wait_us);
+  visit("launch_latency_us", &idle.launch_latency_us);
+  visit("unattributed_us", &idle.unattributed_us);
+}
+
 struct RankFigures {
   double span_us = 0;
   double busy_us = 0;
@@ -26,6 +42,8 @@ struct RankFigures {
   double idle_us = 0;
   // The step time: the median GPU span of the trace's profiler steps (StepSpans), none without.
   std::optional<double> step_us;
+  // Why it was idle; none where its status file records no idle split (an older tracefuse).
+  std::optional<RankIdle> idle;
 };
 
 // ForEachRankFigure() calls visit(key, &figure) for each figure of `figures` (a RankFigures,

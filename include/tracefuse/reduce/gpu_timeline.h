@@ -362,6 +362,8 @@ struct GpuTimeline {
   GpuTimelinePath path = GpuTimelinePath::kStreamed;
   std::string collected_reason;
   std::vector<DeviceTimeline> devices;
+  // The launches per API over all devices, by API name (a launch counts once per device).
+  std::vector<LaunchStats> launches;
   // The communication kernels, by device and start: 24 bytes each, as many as the collectives.
   std::vector<Collective> collectives;
   // Kernel, memcpy and memset events left out: ts or dur missing or not a number, or dur < 0.

@@ -48,7 +48,8 @@ class LaunchJoin {
   // waiting() is how many gaps and first activities wait for their launches.
   size_t waiting() const { return waiting_count_; }
   // Finish() settles what still waits (its launch is not in the trace) and gives each device of
-  // `timeline`, all listed already, its IdleSplit and LaunchStats.
+  // `timeline`, all listed already, its IdleSplit and LaunchStats, and `timeline` its
+  // LaunchStats over all devices.
   void Finish(GpuTimeline* timeline);
 
  private:
@@ -84,7 +85,10 @@ class LaunchJoin {
   // the bucket of its 2^16 ns as its low 16 bits.
   class ValueSet {
    public:
-    void Add(int64_t value);
+    // Add() adds `value` `times` times.
+    void Add(int64_t value, uint64_t times = 1);
+    // AddAll() adds every value of `other`.
+    void AddAll(const ValueSet& other);
     // QuantilesOf() is the quantiles of the `n` values added.
     Quantiles QuantilesOf(uint64_t n) const;
 
@@ -97,6 +101,8 @@ class LaunchJoin {
     uint64_t count = 0;
     ValueSet cpu, delay;
   };
+  // LaunchStatsOf() is the statistics of each API's launches in `apis`, by name.
+  std::vector<LaunchStats> LaunchStatsOf(const std::vector<ApiCounts>& apis) const;
   struct Device {
     int32_t device = 0;
     bool any = false;

@@ -58,7 +58,8 @@ std::string FusionCsv(const FusionReport& report, const CompareContext& context)
 // category's top kernels. Every list is capped, so the page stays small for any pair.
 std::string FusionHtml(const FusionReport& report, const CompareContext& context);
 
-// FusionCsvTables() are the tables `--format csv` can write: types, fusion_differences.
+// FusionCsvTables() are the tables `--format csv` can write: types, fusion_differences, idle
+// (IdleCsv()), launches (LaunchesCsv()).
 const std::vector<std::string>& FusionCsvTables();
 
 // HasCpuSide() says whether a trace recorded CPU operators (cpu_op events), which `--by-op` and

@@ -18,7 +18,8 @@ namespace tracefuse {
 // busy_us, computation_us, communication_us, exposed_communication_us, memcpy_us,
 // exposed_memcpy_us and idle_us, "idle" (IdleSplit), "launches" (LaunchStats per API) and
 // "integrity" (TraceIntegrity); with `each_step` (`stats`), also "steps": the same figures but
-// those three per step the device ran in, each with its "step" name.
+// those three per step the device ran in, each with its "step" name. Then, over all devices,
+// "idle" and "integrity" summed and "launches" per API.
 Json GpuTimelineJson(const TraceProfile& profile, bool each_step = false);
 
 // CollectivesJson() is a trace's communication kernels by device and start, in columns (a run
@@ -49,6 +50,37 @@ std::string GpuTimelineHtml(const PerSide<const TraceProfile*>& traces,
 
 // SummedFigures() is a trace's figures summed over its devices (`activities` too).
 GpuTimeFigures SummedFigures(const GpuTimeline& timeline);
+
+// SummedIdle() and SummedIntegrity() are a trace's idle split and integrity summed over its
+// devices.
+IdleSplit SummedIdle(const GpuTimeline& timeline);
+TraceIntegrity SummedIntegrity(const GpuTimeline& timeline);
+
+// IdleCauseSentence() names the larger cause of idle time: of the side idle for more of its span,
+// the largest of the three parts of its idle split, as a share of each side's span; then each
+// side's most used launch API and its median call time ("MI300X waits on its CPU for 41.0 % of
+// the span, H100 for 6.0 %; hipLaunchKernel takes 7.9 us median against cudaLaunchKernel's
+// 2.6 us.").
+std::string IdleCauseSentence(const PerSide<const TraceProfile*>& traces,
+                              const PerSide<std::string>& labels);
+
+// IdleSection() is both sides' idle split side by side (`compare` and `ops` text and markdown):
+// the sentence, each cause in ms and as a share of the span (summed over a trace's devices), a
+// line per side whose integrity is not clean, and the launches per API of both sides.
+std::string IdleSection(const PerSide<const TraceProfile*>& traces,
+                        const PerSide<std::string>& labels, bool markdown);
+
+// IdleHtml() is the same as an HTML <section id="idle">: the sentence, one stacked bar per side
+// (cpu wait, launch latency, unattributed) on one scale, and the launch table.
+std::string IdleHtml(const PerSide<const TraceProfile*>& traces,
+                     const PerSide<std::string>& labels);
+
+// IdleCsv() is one row per side and device: its span, idle time, idle split and integrity
+// (`--csv-table idle`); LaunchesCsv() one row per side, device and launch API
+// (`--csv-table launches`).
+std::string IdleCsv(const PerSide<const TraceProfile*>& traces, const PerSide<std::string>& labels);
+std::string LaunchesCsv(const PerSide<const TraceProfile*>& traces,
+                        const PerSide<std::string>& labels);
 
 }  // namespace tracefuse
 

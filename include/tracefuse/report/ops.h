@@ -45,7 +45,8 @@ std::string OpsHtml(const OpComparison& ops, const OpsContext& context);
 // with `csv_table` fusion_differences, one row per fusion difference instead.
 std::string OpsCsv(const OpComparison& ops, const OpsContext& context);
 
-// OpsCsvTables() are the tables `--format csv` can write: ops, fusion_differences.
+// OpsCsvTables() are the tables `--format csv` can write: ops, fusion_differences, idle
+// (IdleCsv()), launches (LaunchesCsv()).
 const std::vector<std::string>& OpsCsvTables();
 
 // LargestUnmatchedGroups() are the first `top` unmatched stretches by both sides' kernel time

@@ -137,6 +137,9 @@ Json GpuTimelineJson(const TraceProfile& p, bool each_step) {
     devices.push_back(std::move(device));
   }
   j["devices"] = std::move(devices);
+  j["idle"] = IdleJson(SummedIdle(t));
+  j["launches"] = LaunchesJson(t.launches);
+  j["integrity"] = IntegrityJson(SummedIntegrity(t));
   return j;
 }
 

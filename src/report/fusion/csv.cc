@@ -6,6 +6,7 @@
 #include "report/fusion/view.h"
 #include "report/ops/fusion_differences.h"
 #include "tracefuse/report/fusion.h"
+#include "tracefuse/report/gpu_timeline.h"
 
 namespace tracefuse {
 namespace {
@@ -27,6 +28,8 @@ std::string FusionCsv(const FusionReport& report, const CompareContext& context)
   if (context.csv_table == "fusion_differences" && context.ops != nullptr) {
     return FusionDifferencesCsv(context.ops->fusion_differences);
   }
+  if (context.csv_table == "idle") return IdleCsv(context.traces, context.labels);
+  if (context.csv_table == "launches") return LaunchesCsv(context.traces, context.labels);
   std::string out = kHeader;
   for (const FusionTypeRow& row : FusionTypeRows(report, context)) {
     out +=

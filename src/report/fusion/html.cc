@@ -62,6 +62,7 @@ class FusionHtmlPage {
     const auto started = std::chrono::steady_clock::now();
     Header();
     doc_.Append("{}", GpuTimelineHtml(context_.traces, context_.labels));
+    doc_.Append("{}", IdleHtml(context_.traces, context_.labels));
     Categories();
     Opportunities();
     Mappings();

@@ -9,7 +9,8 @@ const std::vector<std::string>& FusionFormats() {
 }
 
 const std::vector<std::string>& FusionCsvTables() {
-  static const std::vector<std::string> tables = {"types", "fusion_differences"};
+  static const std::vector<std::string> tables = {"types", "fusion_differences", "idle",
+                                                  "launches"};
   return tables;
 }
 

@@ -40,9 +40,11 @@ class FusionPage : Page {
 
   std::string Render() && {
     Header();
-    out_ +=
-        GpuTimelineSection({view_.sides[Side::kTrace1].profile, view_.sides[Side::kTrace2].profile},
-                           {Label(Side::kTrace1), Label(Side::kTrace2)}, markdown_);
+    const PerSide<const TraceProfile*> traces{view_.sides[Side::kTrace1].profile,
+                                              view_.sides[Side::kTrace2].profile};
+    const PerSide<std::string> labels{Label(Side::kTrace1), Label(Side::kTrace2)};
+    out_ += GpuTimelineSection(traces, labels, markdown_);
+    out_ += IdleSection(traces, labels, markdown_);
     TypeTable();
     if (context_.ops != nullptr) {
       out_ += AchievedByTypeSection(AchievedByType(*context_.ops, context_.traces), context_.labels,

@@ -17,7 +17,9 @@ constexpr char kHeader[] =
     "kernel_time_ratio,matched_groups,rule_set,elapsed_seconds,peak_rss_bytes,host,"
     "trace1_computation_us,trace2_computation_us,trace1_exposed_communication_us,"
     "trace2_exposed_communication_us,trace1_idle_us,trace2_idle_us,trace1_step_us,"
-    "trace2_step_us,trace1_wait_us,trace2_wait_us";
+    "trace2_step_us,trace1_wait_us,trace2_wait_us,trace1_cpu_wait_us,trace2_cpu_wait_us,"
+    "trace1_launch_latency_us,trace2_launch_latency_us,trace1_unattributed_us,"
+    "trace2_unattributed_us";
 
 template <typename T>
 std::string Optional(const std::optional<T>& v) {
@@ -40,7 +42,7 @@ std::string ReportColumns(const MergedPair& p) {
 using WaitsByPair = PerSide<std::map<std::string, double>>;
 
 std::string TimelineColumns(const WaitsByPair& waits, const MergedPair& p) {
-  PerSide<std::string> computation, exposed, idle, step, wait;
+  PerSide<std::string> computation, exposed, idle, step, wait, cpu_wait, latency, unattributed;
   for (Side s : kSides) {
     const std::optional<RankTimeline>& t = p.traces[s].timeline;
     if (!t) continue;
@@ -48,14 +50,21 @@ std::string TimelineColumns(const WaitsByPair& waits, const MergedPair& p) {
     exposed[s] = CsvNumber(SummedMicros(t->figures.exposed_communication_us));
     idle[s] = CsvNumber(SummedMicros(t->figures.idle_us));
     if (t->figures.step_us) step[s] = CsvNumber(SummedMicros(*t->figures.step_us));
+    if (const std::optional<RankIdle>& split = t->figures.idle) {
+      cpu_wait[s] = CsvNumber(SummedMicros(split->cpu_wait_us));
+      latency[s] = CsvNumber(SummedMicros(split->launch_latency_us));
+      unattributed[s] = CsvNumber(SummedMicros(split->unattributed_us));
+    }
     const std::map<std::string, double>& side = waits[p.sides_swapped ? Opposite(s) : s];
     if (auto it = side.find(p.label); it != side.end())
       wait[s] = CsvNumber(SummedMicros(it->second));
   }
-  return fmt::format(",{},{},{},{},{},{},{},{},{},{}", computation[Side::kTrace1],
-                     computation[Side::kTrace2], exposed[Side::kTrace1], exposed[Side::kTrace2],
-                     idle[Side::kTrace1], idle[Side::kTrace2], step[Side::kTrace1],
-                     step[Side::kTrace2], wait[Side::kTrace1], wait[Side::kTrace2]);
+  std::string out;
+  for (const PerSide<std::string>* column :
+       {&computation, &exposed, &idle, &step, &wait, &cpu_wait, &latency, &unattributed}) {
+    out += StrCat(",", (*column)[Side::kTrace1], ",", (*column)[Side::kTrace2]);
+  }
+  return out;
 }
 
 // The top opportunities' columns, empty past the pair's last one.

@@ -147,20 +147,29 @@ void MergeHtmlPage::RankTable(Side side) {
   doc_.Append(
       "<table class=\"ranks\" data-side=\"{}\">\n<tr><th>pair</th>"
       "<th class=\"n\">computation ms</th><th class=\"n\">exposed communication ms</th>"
-      "<th class=\"n\">idle ms</th><th class=\"n\">span ms</th><th class=\"n\">step ms</th>"
+      "<th class=\"n\">idle ms</th><th class=\"n\">cpu wait ms</th>"
+      "<th class=\"n\">launch latency ms</th><th class=\"n\">unattributed ms</th>"
+      "<th class=\"n\">span ms</th><th class=\"n\">step ms</th>"
       "<th class=\"n\">wait ms</th><th class=\"n\">collectives</th></tr>\n",
       side == Side::kTrace1 ? 1 : 2);
   for (size_t i = 0; i < ranks.size() && i < kMaxPairs; ++i) {
     const RankWait& r = ranks[i];
+    std::string causes;
+    for (double RankIdle::*us :
+         {&RankIdle::cpu_wait_us, &RankIdle::launch_latency_us, &RankIdle::unattributed_us}) {
+      causes += StrCat("<td class=\"n\">",
+                       r.figures.idle ? MillisOfMicros((*r.figures.idle).*us) : std::string("-"),
+                       "</td>");
+    }
     doc_.Append(
         "<tr data-pair=\"{0}\"><th>{0}</th><td class=\"n\">{1}</td><td class=\"n\">{2}</td>"
-        "<td class=\"n\">{3}</td><td class=\"n\">{4}</td><td class=\"n\">{5}</td>"
+        "<td class=\"n\">{3}</td>{8}<td class=\"n\">{4}</td><td class=\"n\">{5}</td>"
         "<td class=\"n\">{6}</td><td class=\"n\">{7}</td></tr>\n",
         HtmlEscaped(r.pair), MillisOfMicros(r.figures.computation_us),
         MillisOfMicros(r.figures.exposed_communication_us), MillisOfMicros(r.figures.idle_us),
         MillisOfMicros(r.figures.span_us),
         r.figures.step_us ? MillisOfMicros(*r.figures.step_us) : std::string("-"),
-        MillisOfMicros(r.wait_us), Thousands(r.collectives));
+        MillisOfMicros(r.wait_us), Thousands(r.collectives), causes);
   }
   doc_.Append("</table>\n");
   if (ranks.size() > kMaxPairs) {

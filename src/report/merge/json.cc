@@ -132,6 +132,20 @@ std::string TopOpportunityText(const MergedPair& p) {
 
 double SummedMicros(double us) { return std::round(us * 1000) / 1000; }
 
+// IdleText() is why the rank `pair` of `side` idled, where its status file says: "; its GPU
+// idles 1.200 ms (cpu wait 1.000, launch latency 0.200, unattributed 0.000)".
+std::string IdleText(const MergeSummary& s, Side side, const std::string& pair) {
+  for (const RankWait& r : s.ranks[side].ranks) {
+    if (r.pair != pair || !r.figures.idle) continue;
+    const RankIdle& idle = *r.figures.idle;
+    return StrCat("; its GPU idles ", MillisOfMicros(r.figures.idle_us), " ms (cpu wait ",
+                  MillisOfMicros(idle.cpu_wait_us), ", launch latency ",
+                  MillisOfMicros(idle.launch_latency_us), ", unattributed ",
+                  MillisOfMicros(idle.unattributed_us), ")");
+  }
+  return "";
+}
+
 std::string StragglerText(const MergeSummary& s, Side side, const Straggler& g,
                           std::string_view label) {
   const std::string& kind = s.ranks[side].collective_kind;
@@ -143,7 +157,7 @@ std::string StragglerText(const MergeSummary& s, Side side, const Straggler& g,
                 " the median rank; the other ",
                 g.other_ranks == 1 ? "rank" : StrCat(g.other_ranks, " ranks"), " waited ",
                 MillisOfMicros(g.others_wait_us), " ms for it in ", g.collectives, " ", collectives,
-                g.collectives == 1 ? "" : "s");
+                g.collectives == 1 ? "" : "s", IdleText(s, side, g.pair));
 }
 
 std::string NoStragglerText(const MergeSummary& s, Side side) {
@@ -205,6 +219,13 @@ Json RanksJson(const MergeSummary& s) {
                         [&](const char* key, const double* us) { pair[key] = SummedMicros(*us); });
       pair["step_us"] = nullptr;
       if (r.figures.step_us) pair["step_us"] = SummedMicros(*r.figures.step_us);
+      pair["idle"] = nullptr;
+      if (r.figures.idle) {
+        Json idle = Json::object();
+        ForEachIdleCause(*r.figures.idle,
+                         [&](const char* key, const double* us) { idle[key] = SummedMicros(*us); });
+        pair["idle"] = std::move(idle);
+      }
       pair["wait_us"] = SummedMicros(r.wait_us);
       pair["collectives"] = r.collectives;
       pairs.push_back(std::move(pair));

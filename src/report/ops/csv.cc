@@ -2,6 +2,7 @@
 #include "report/common/formatting.h"
 #include "report/ops/fusion_differences.h"
 #include "tracefuse/base/strings.h"
+#include "tracefuse/report/gpu_timeline.h"
 #include "tracefuse/report/ops.h"
 
 namespace tracefuse {
@@ -41,7 +42,7 @@ std::string WorkCells(const OpRow& row, Side side, const std::optional<GpuPeak>&
 }  // namespace
 
 const std::vector<std::string>& OpsCsvTables() {
-  static const std::vector<std::string> tables = {"ops", "fusion_differences"};
+  static const std::vector<std::string> tables = {"ops", "fusion_differences", "idle", "launches"};
   return tables;
 }
 
@@ -49,6 +50,8 @@ std::string OpsCsv(const OpComparison& ops, const OpsContext& context) {
   if (context.csv_table == "fusion_differences") {
     return FusionDifferencesCsv(ops.fusion_differences);
   }
+  if (context.csv_table == "idle") return IdleCsv(context.traces, context.labels);
+  if (context.csv_table == "launches") return LaunchesCsv(context.traces, context.labels);
   std::string out =
       "op,scope,matched,instances,trace1_instances,trace1_time_us,trace2_instances,"
       "trace2_time_us,delta_us,ratio,trace1_kernels,trace2_kernels";

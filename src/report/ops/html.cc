@@ -101,6 +101,7 @@ class OpsHtmlPage {
   std::string Render() && {
     Header();
     doc_.Append("{}", GpuTimelineHtml(context_.traces, context_.labels));
+    doc_.Append("{}", IdleHtml(context_.traces, context_.labels));
     OpRows("ops", "Ops that differ most", [](const OpRow& r) { return r.matched; });
     doc_.Append(FusionDifferences());
     FurthestFromPeak();

@@ -79,6 +79,7 @@ class OpsPage : Page {
   std::string Render() && {
     Header();
     out_ += GpuTimelineSection(context_.traces, context_.labels, markdown_);
+    out_ += IdleSection(context_.traces, context_.labels, markdown_);
     OpRows("Ops that differ most", [](const OpRow& r) { return r.matched; });
     out_ += FusionDifferencesSection(ops_.fusion_differences, &ops_, context_.labels, context_.top,
                                      markdown_);
