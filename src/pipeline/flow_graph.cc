@@ -505,7 +505,10 @@ class TraceRun {
         const double reduce_started = ThreadCpuSeconds();
         reducer_.Consume(w->parsed, w->summary, w->name_rules);
         cpu_.reduce += ThreadCpuSeconds() - reduce_started;
-        if (events_wanted_ > 0 && reducer_.events() >= events_wanted_) stop_ = true;
+        if (events_wanted_ > 0 && reducer_.events() >= events_wanted_) {
+          has_events_wanted_ = true;
+          stop_ = true;
+        }
       } else if (w->chunk.speculative && absl::IsInvalidArgument(w->status)) {
         rejected_ = std::move(w->chunk);
         stop_ = true;
@@ -549,7 +552,8 @@ class TraceRun {
     g.wait_for_all();
 
     if (!reduce_error_.ok()) return reduce_error_;
-    if (rejected_) return absl::OkStatus();  // the source's own error, if any, lies beyond
+    // The source's own error, if any, lies beyond: the reader may have run ahead to it.
+    if (rejected_ || has_events_wanted_) return absl::OkStatus();
     return source_.status();
   }
 
@@ -565,6 +569,7 @@ class TraceRun {
   WorkPool pool_;
   absl::Status reduce_error_;
   std::optional<EventChunk> rejected_;
+  bool has_events_wanted_ = false;  // the chunks reduced hold events_wanted_
   std::atomic<bool> stop_{false};
   enum ParallelStage { kRead, kParse, kClassify, kSummarize, kParallelStages };
   std::atomic<int64_t> parallel_cpu_ns_[kParallelStages] = {};  // atomic<double>: no fetch_add
