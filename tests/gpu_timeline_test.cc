@@ -805,6 +805,71 @@ TEST(GpuTimeline, GeneratedTracesEqualTheOracle) {
   }
 }
 
+// Ns() is a time the generator's expectations give in us, with three decimals, in ns.
+int64_t Ns(const nlohmann::json& us) { return std::llround(us.get<double>() * 1000); }
+
+// ExpectPlanted() checks a device against the generator's --expect-idle entry for it.
+void ExpectPlanted(const nlohmann::json& want, const DeviceTimeline& d) {
+  const nlohmann::json& idle = want["idle"];
+  EXPECT_EQ(d.idle.cpu_wait_ns, Ns(idle["cpu_wait_us"]));
+  EXPECT_EQ(d.idle.launch_latency_ns, Ns(idle["launch_latency_us"]));
+  EXPECT_EQ(d.idle.unattributed_ns, Ns(idle["unattributed_us"]));
+  EXPECT_EQ(d.idle.gaps, idle["gaps"].get<uint64_t>());
+  std::vector<LaunchStats> launches;
+  for (const nlohmann::json& l : want["launches"]) {
+    auto quantiles = [](const nlohmann::json& q) {
+      return Quantiles{Ns(q["median"]), Ns(q["p90"]), Ns(q["max"])};
+    };
+    launches.push_back(
+        LaunchStats{l["api"], l["count"], quantiles(l["cpu_us"]), quantiles(l["delay_us"])});
+  }
+  ExpectSameLaunches(launches, d.launches);
+  const nlohmann::json& integrity = want["integrity"];
+  ExpectSameIntegrity(
+      TraceIntegrity{integrity["same_stream_overlaps"], Ns(integrity["same_stream_overlap_us"]),
+                     integrity["before_launch"], Ns(integrity["involved_us"]),
+                     Ns(integrity["activity_us"])},
+      d.integrity);
+}
+
+// The generator's planted kernels (--plant-idle: one before its launch, one without a launch, an
+// overlap on its stream, besides the CPU-bound eager kernels and the queued replay) come out as
+// its --expect-idle says, to the nanosecond, in every layout, streamed in chunks of any size and
+// collected (the GPU events shuffled), on either platform's template.
+TEST(GpuTimeline, PlantedIdleLaunchesAndOverlapsAreExact) {
+  testing::TempDir dir;
+  for (const char* platform : {"amd", "nvidia"}) {
+    for (const char* layout : {"kineto", "lines", "compact"}) {
+      const std::string name = std::string(platform) + "_" + layout;
+      const std::string expected = dir.path() + "/" + name + ".expected.json";
+      const std::string path =
+          Generate(dir, name + ".json",
+                   StrCat("--platform ", platform, " --steps 12 --seed 11 --plant-idle --layout ",
+                          layout, " --expect-idle ", expected));
+      const nlohmann::json want = nlohmann::json::parse(ReadMaybeGzip(expected))["devices"][0];
+      ASSERT_GT(want["integrity"]["same_stream_overlaps"], 0);
+      ASSERT_GT(want["integrity"]["before_launch"], 0);
+      ASSERT_GT(Ns(want["idle"]["unattributed_us"]), 0);
+      for (const auto& [threads, chunk] :
+           {std::tuple{1, size_t{8} << 20}, std::tuple{2, size_t{4} << 10}}) {
+        SCOPED_TRACE(StrCat(name, " threads ", threads, " chunk ", chunk));
+        const TraceProfile p = ProfileOf(path, threads, chunk);
+        EXPECT_EQ(p.gpu_timeline.path, GpuTimelinePath::kStreamed);
+        ASSERT_EQ(p.gpu_timeline.devices.size(), 1u);
+        ExpectPlanted(want, p.gpu_timeline.devices[0]);
+        ExpectOracle(path, p);
+      }
+      SCOPED_TRACE(name + " collected");
+      const TraceProfile p =
+          ProfileOf(ShuffleGpuEvents(path, dir.path() + "/" + name + ".shuffled.json", 5), 2,
+                    size_t{64} << 10);
+      EXPECT_EQ(p.gpu_timeline.path, GpuTimelinePath::kCollected);
+      ASSERT_EQ(p.gpu_timeline.devices.size(), 1u);
+      ExpectPlanted(want, p.gpu_timeline.devices[0]);
+    }
+  }
+}
+
 // Crafted: two devices interleaved (one by args.device, one by pid), communication-only and
 // memcpy-only devices, zero-length, overlapping and nested events, and events left out.
 TEST(GpuTimeline, CraftedDevicesEqualTheOracle) {

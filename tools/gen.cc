@@ -72,6 +72,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -101,6 +102,8 @@ struct Options {
   int slow_rank = -1;  // the rank whose every compute kernel takes slow_factor as long
   double slow_factor = 1.3;
   std::string expect_ranks;       // what each rank's trace must show, as JSON
+  bool plant_idle = false;        // plant a kernel before its launch, one without, an overlap
+  std::string expect_idle;        // what the device's idle split, launches, integrity must be
   uint64_t giant_name_bytes = 0;  // one more kernel, in the second step, with a name this long
   bool summary = false;
   bool eager = false;
@@ -641,6 +644,94 @@ struct RankTotals {
   int64_t wait_ns = 0;
 };
 
+// IdleExpectation is what --expect-idle writes: this rank's device's idle split, launches per API
+// and integrity (include/tracefuse/reduce/gpu_timeline.h), kept as the writer places each
+// activity on the GPU clock, in start order on the one stream the generator writes: a gap is
+// the time since the furthest end so far, the launch of the activity that ends it is known.
+class IdleExpectation {
+ public:
+  void Launch(uint64_t corr, std::string_view api, int64_t ts, int64_t dur) {
+    launches_.emplace(corr, KnownLaunch{ts, dur, std::string(api)});
+  }
+  void Activity(int64_t start, int64_t end, uint64_t corr) {
+    auto launch = launches_.find(corr);
+    const bool launched = launch != launches_.end();
+    if (any_ && start > busy_end_) {
+      ++gaps_;
+      if (!launched) {
+        unattributed_ns_ += start - busy_end_;
+      } else {
+        const int64_t e = std::clamp(launch->second.ts + launch->second.dur, busy_end_, start);
+        cpu_wait_ns_ += e - busy_end_;
+        launch_latency_ns_ += start - e;
+      }
+    }
+    if (any_ && end > start && start < stream_end_) {
+      ++overlaps_;
+      overlap_ns_ += std::min(stream_end_, end) - start;
+      involved_ns_ += std::min(stream_end_, end) - start;
+    }
+    if (end > start) stream_end_ = any_stream_ ? std::max(stream_end_, end) : end;
+    any_stream_ |= end > start;
+    busy_end_ = any_ ? std::max(busy_end_, end) : end;
+    any_ = true;
+    activity_ns_ += end - start;
+    if (!launched) return;
+    KnownLaunch& l = launch->second;
+    if (start < l.ts) {
+      ++before_launch_;
+      involved_ns_ += end - start;
+    }
+    if (l.counted) return;
+    l.counted = true;
+    by_api_[l.api].first.push_back(l.dur);
+    by_api_[l.api].second.push_back(start - (l.ts + l.dur));
+  }
+  std::string Json() const {
+    std::string launches;
+    for (const auto& [api, values] : by_api_) {
+      launches += fmt::format(
+          "{}\n    {{\"api\": \"{}\", \"count\": {}, \"cpu_us\": {}, \"delay_us\": {}}}",
+          launches.empty() ? "" : ",", api, values.first.size(), Quantiles(values.first),
+          Quantiles(values.second));
+    }
+    return fmt::format(
+        "{{\"devices\": [{{\"device\": 0,\n  \"idle\": {{\"cpu_wait_us\": {}, "
+        "\"launch_latency_us\": {}, \"unattributed_us\": {}, \"gaps\": {}}},\n  \"launches\": "
+        "[{}],\n  \"integrity\": {{\"same_stream_overlaps\": {}, \"same_stream_overlap_us\": {}, "
+        "\"before_launch\": {}, \"involved_us\": {}, \"activity_us\": {}}}}}]}}\n",
+        Us(cpu_wait_ns_), Us(launch_latency_ns_), Us(unattributed_ns_), gaps_, launches, overlaps_,
+        Us(overlap_ns_), before_launch_, Us(involved_ns_), Us(activity_ns_));
+  }
+
+ private:
+  struct KnownLaunch {
+    int64_t ts = 0, dur = 0;
+    std::string api;
+    bool counted = false;  // its first activity is placed
+  };
+  // Us() is nanoseconds as microseconds with three decimals, negative ones too.
+  static std::string Us(int64_t ns) {
+    return fmt::format("{}{}.{:03}", ns < 0 ? "-" : "", std::abs(ns) / 1000, std::abs(ns) % 1000);
+  }
+  // Quantiles() is {"median", "p90", "max"} by nearest rank: the ceil(q * n)-th smallest.
+  static std::string Quantiles(std::vector<int64_t> values) {
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    return fmt::format("{{\"median\": {}, \"p90\": {}, \"max\": {}}}", Us(values[(n + 1) / 2 - 1]),
+                       Us(values[(9 * n + 9) / 10 - 1]), Us(values[n - 1]));
+  }
+
+  std::map<uint64_t, KnownLaunch> launches_;
+  bool any_ = false, any_stream_ = false;
+  int64_t busy_end_ = 0, stream_end_ = 0;
+  int64_t cpu_wait_ns_ = 0, launch_latency_ns_ = 0, unattributed_ns_ = 0;
+  uint64_t gaps_ = 0;
+  uint64_t overlaps_ = 0, before_launch_ = 0;
+  int64_t overlap_ns_ = 0, involved_ns_ = 0, activity_ns_ = 0;
+  std::map<std::string, std::pair<std::vector<int64_t>, std::vector<int64_t>>> by_api_;
+};
+
 // TraceWriter writes one rank's trace, but keeps every rank's GPU clock: a multi-rank run is N
 // invocations that cannot talk to each other, so each one replays the whole job to know when the
 // slowest rank reaches each collective, and hence when the collective ends on its own rank.
@@ -657,6 +748,7 @@ class TraceWriter {
         totals_(gpu_ts_.size()),
         rank_dur_(gpu_ts_.size()) {
     if (o.giant_name_bytes > 0) giant_name_ = GiantName(o.giant_name_bytes);
+    if (!o.expect_idle.empty()) expect_idle_ = std::make_unique<IdleExpectation>();
   }
 
   void Header() { events_.Header(o_.rank, o_.world_size); }
@@ -665,6 +757,7 @@ class TraceWriter {
   uint64_t events() const { return events_.events(); }
   uint64_t collectives() const { return collectives_; }
   const std::vector<RankTotals>& totals() const { return totals_; }
+  const IdleExpectation* expect_idle() const { return expect_idle_.get(); }
 
   // One decode step: a graph replay, then eager sampling kernels.
   void Step() {
@@ -673,6 +766,7 @@ class TraceWriter {
     int64_t step_start = cpu_ts_;
     events_.Annotation(fmt::format("execute_context_1({})_generation_1({})", 1 + step_ % 7, step_),
                        step_start, StepCpuSpan(sampling.size()), next_ext_++);
+    if (o_.plant_idle) PlantIdle();
     // The scheduler and model runner's Python frames and the ATen calls around the replay.
     for (int i = 0; i < o_.python_per_step; ++i)
       Python(kPythonFrames[i % 5], 40000 - 1000 * (i % 30));
@@ -707,7 +801,31 @@ class TraceWriter {
   int64_t StepCpuSpan(size_t sampling_kernels) const {
     const int64_t eager = static_cast<int64_t>(sampling_kernels) + o_.eager_per_step;
     return 1000 * (o_.python_per_step + o_.cpu_ops_per_step) + 1000 + 5000 +
-           eager * (1000 * o_.python_per_kernel + 1000 + 5000);
+           eager * (1000 * o_.python_per_kernel + 1000 + 5000) + (o_.plant_idle ? kPlantCpuNs : 0);
+  }
+  // PlantIdle() writes, while the GPU idles at a step's start, what --plant-idle plants: a
+  // kernel that starts 1.5 us before its launch call (wrong times), one with no launch in the
+  // trace 2 us after the previous one ends (an unattributed gap), and two kernels launched back to
+  // back of which the second starts 300 ns before the first ends on the same stream (what
+  // programmatic dependent launch does). They take kPlantCpuNs of the step's CPU time.
+  static constexpr int64_t kPlantCpuNs = 2000 + 5000 + 2 * 5000;
+  void PlantIdle() {
+    const KernelKind& k = (amd_ ? kAmdLayer : kNvidiaLayer).front();
+    for (int64_t& ts : gpu_ts_) ts = std::max(ts, cpu_ts_ + 500);
+    const uint64_t early = next_corr_++;
+    const uint64_t ext = next_ext_++;
+    cpu_ts_ += 2000;  // the GPU has been idle 20 us: the kernel starts first
+    Launch(amd_ ? "hipLaunchKernel" : "cudaLaunchKernel", early, ext, /*flow=*/false);
+    Kernel(k, early, ext);
+    for (int64_t& ts : gpu_ts_) ts += 2000;
+    Kernel(k, next_corr_++, next_ext_++);
+    const uint64_t first = next_corr_++, second = next_corr_++;
+    Launch(amd_ ? "hipLaunchKernel" : "cudaLaunchKernel", first, ext, /*flow=*/false);
+    Launch(amd_ ? "hipLaunchKernel" : "cudaLaunchKernel", second, ext, /*flow=*/false);
+    for (int64_t& ts : gpu_ts_) ts = std::max(ts, cpu_ts_);
+    Kernel(k, first, ext);
+    for (int64_t& ts : gpu_ts_) ts -= 1300;  // Kernel() left 1 us after it
+    Kernel(k, second, ext);
   }
   void Python(const char* frame, int64_t dur) {
     const uint64_t parent = python_id_;
@@ -718,10 +836,13 @@ class TraceWriter {
     events_.CpuOp(name, cpu_ts_, dur, ext);
     cpu_ts_ += 1000;
   }
-  void Launch(const char* name, uint64_t corr, uint64_t ext) {
+  void Launch(const char* name, uint64_t corr, uint64_t ext, bool flow = true) {
     events_.Runtime(name, cpu_ts_, 4500, ext, corr);
-    events_.Flow("s", corr, cpu_ts_, 1234, 1234);
-    pending_flow_ = corr;
+    if (expect_idle_) expect_idle_->Launch(corr, name, cpu_ts_, 4500);
+    if (flow) {
+      events_.Flow("s", corr, cpu_ts_, 1234, 1234);
+      pending_flow_ = corr;
+    }
     cpu_ts_ += 5000;
   }
   void Kernel(const KernelKind& k, uint64_t corr, uint64_t ext) {
@@ -730,6 +851,7 @@ class TraceWriter {
     const int64_t base = k.dur_ns + rng_.Range(0, k.dur_ns / 8 + 1);
     for (size_t r = 0; r < gpu_ts_.size(); ++r) rank_dur_[r] = RankDuration(k, base, r);
     events_.Kernel(k.name, gpu_ts_[me_], rank_dur_[me_], corr, ext);
+    if (expect_idle_) expect_idle_->Activity(gpu_ts_[me_], gpu_ts_[me_] + rank_dur_[me_], corr);
     if (pending_flow_ == corr) {
       events_.Flow("f", corr, gpu_ts_[me_], 0, 7);
       pending_flow_ = 0;
@@ -759,6 +881,7 @@ class TraceWriter {
     const int64_t end = last + transfer;
     events_.Kernel(amd_ ? kRcclAllReduce : kNcclAllReduce, gpu_ts_[me_], end - gpu_ts_[me_], corr,
                    ext);
+    if (expect_idle_) expect_idle_->Activity(gpu_ts_[me_], end, corr);
     // The rank that arrived last runs the shortest collective: the transfer alone.
     for (size_t r = 0; r < gpu_ts_.size(); ++r) {
       totals_[r].collective_ns += end - gpu_ts_[r];
@@ -777,6 +900,7 @@ class TraceWriter {
     Kernel(k, corr, ext);
   }
   void Memcpy() {
+    if (expect_idle_) expect_idle_->Activity(gpu_ts_[me_], gpu_ts_[me_] + 2100, next_corr_);
     events_.Memcpy(gpu_ts_[me_], 2100, next_corr_++);
     for (int64_t& ts : gpu_ts_) ts += 3100;
   }
@@ -795,6 +919,7 @@ class TraceWriter {
   const Options& o_;
   bool amd_;
   std::string giant_name_;
+  std::unique_ptr<IdleExpectation> expect_idle_;  // with --expect-idle
   Rng rng_;
   size_t me_;                    // this trace's rank
   std::vector<int64_t> gpu_ts_;  // each rank's GPU clock: where its next kernel may start
@@ -2035,8 +2160,11 @@ std::string RankExpectations(const Options& o, const TraceWriter& t) {
 }
 
 int RunDecode(const Options& o) {
-  Output out(o.output), expected(o.expect_ranks);
-  if (!out.Open() || (!o.expect_ranks.empty() && !expected.Open())) return 3;
+  Output out(o.output), expected(o.expect_ranks), expected_idle(o.expect_idle);
+  if (!out.Open() || (!o.expect_ranks.empty() && !expected.Open()) ||
+      (!o.expect_idle.empty() && !expected_idle.Open())) {
+    return 3;
+  }
   const uint64_t target = ParseSize(o.size);
   bool ok;
   {
@@ -2052,9 +2180,14 @@ int RunDecode(const Options& o) {
       const std::string json = RankExpectations(o, t);
       ok = std::fwrite(json.data(), 1, json.size(), expected.file()) == json.size() && ok;
     }
+    if (t.expect_idle() != nullptr) {
+      const std::string json = t.expect_idle()->Json();
+      ok = std::fwrite(json.data(), 1, json.size(), expected_idle.file()) == json.size() && ok;
+    }
   }
   ok = out.Commit(ok);
   if (!o.expect_ranks.empty()) ok = expected.Commit(ok);
+  if (!o.expect_idle.empty()) ok = expected_idle.Commit(ok);
   return ok ? 0 : 3;
 }
 
@@ -2068,6 +2201,7 @@ std::string CheckRanks(const Options& o) {
   if (!o.expect_ranks.empty() && o.world_size < 2)
     return "--expect-ranks needs --world-size 2 or more";
   if (o.expect_ranks == "-") return "--expect-ranks takes a file";
+  if (o.expect_idle == "-") return "--expect-idle takes a file";
   return "";
 }
 
@@ -2086,8 +2220,18 @@ void AddRankOptions(CLI::App& app, Options& o, CLI::Option* eager) {
       "--expect-ranks", o.expect_ranks,
       "with --world-size: write every rank's computation, collective and wait times (us) to "
       "this JSON file");
+  CLI::Option* plant_idle = app.add_flag(
+      "--plant-idle", o.plant_idle,
+      "at each step's start, plant a kernel that starts before its launch call, one without a "
+      "launch and one that overlaps the kernel before it on its stream");
+  CLI::Option* expect_idle = app.add_option(
+      "--expect-idle", o.expect_idle,
+      "write this rank's device's idle split, launches per API and integrity (us), as `stats "
+      "--format json` must report them, to this JSON file");
   factor->needs(slow);
-  for (CLI::Option* option : {slow, factor, expect_ranks}) eager->excludes(option);
+  for (CLI::Option* option : {slow, factor, expect_ranks, plant_idle, expect_idle}) {
+    eager->excludes(option);
+  }
 }
 
 // kPlantKinds are --plant's kinds, each with the plants it turns on.
