@@ -377,6 +377,8 @@ struct OracleTimeline {
   std::map<int32_t, IdleSplit> idle;
   std::map<int32_t, std::vector<LaunchStats>> launches;
   std::map<int32_t, TraceIntegrity> integrity;
+  // Per device, per step it ran in (as `steps`): the idle split and integrity of its activities.
+  std::map<int32_t, std::vector<std::pair<IdleSplit, TraceIntegrity>>> step_idle;
   std::vector<LaunchStats> all_launches;  // over all devices
 };
 
@@ -572,6 +574,7 @@ OracleTimeline OracleOfTrace(const std::string& path, const TraceProfile& profil
   std::map<int32_t, std::vector<OracleActivity>> devices;
   std::map<int32_t, std::vector<OracleStart>> device_starts;
   std::map<int32_t, std::map<size_t, std::vector<OracleActivity>>> device_steps;
+  std::map<int32_t, std::map<size_t, std::vector<OracleStart>>> device_step_starts;
   for (const nlohmann::json& e : events) {
     const std::string cat =
         e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
@@ -611,7 +614,10 @@ OracleTimeline OracleOfTrace(const std::string& path, const TraceProfile& profil
         e["args"]["correlation"].is_number_integer()) {
       device_starts[device].back().correlation = e["args"]["correlation"].get<int64_t>();
       auto step = step_of.find(e["args"]["correlation"].get<int64_t>());
-      if (step != step_of.end()) device_steps[device][step->second].push_back({ts, ts + dur, kind});
+      if (step != step_of.end()) {
+        device_steps[device][step->second].push_back({ts, ts + dur, kind});
+        device_step_starts[device][step->second].push_back(device_starts[device].back());
+      }
     }
   }
   OracleTimeline out;
@@ -628,6 +634,9 @@ OracleTimeline OracleOfTrace(const std::string& path, const TraceProfile& profil
   for (const auto& [device, by_step] : device_steps) {
     for (const auto& [step, activities] : by_step) {
       out.steps[device].emplace_back(steps[step].first, Oracle(activities));
+      const std::vector<OracleStart>& starts = device_step_starts[device][step];
+      out.step_idle[device].emplace_back(OracleIdle(starts, launches),
+                                         OracleIntegrity(starts, launches));
     }
   }
   return out;
@@ -713,6 +722,9 @@ void ExpectOracle(const std::string& path, const TraceProfile& p) {
       EXPECT_EQ(name, want_steps->second[i].first);
       const GpuTimeFigures& f = want_steps->second[i].second;
       ExpectSameFigures(f, d.steps[i].figures);
+      const auto& [idle, integrity] = oracle.step_idle.at(d.device)[i];
+      ExpectSameIdle(idle, d.steps[i].idle, d.steps[i].figures.idle_ns());
+      ExpectSameIntegrity(integrity, d.steps[i].integrity);
       ProfilerStep& span = want_spans.at(d.steps[i].step);
       if (f.activities == 0) continue;
       span.first_start_ns = std::min(span.first_start_ns, f.first_start_ns);

@@ -132,6 +132,65 @@ void CorrelationSet::Insert(int64_t correlation) {
 
 // --- StepTimeline -------------------------------------------------------------------------------
 
+int64_t StreamEnds::Overlap(int32_t stream, int64_t start_ns, int64_t end_ns) {
+  if (stream < 0 || end_ns <= start_ns) return 0;
+  if (cursor_ >= ends_.size() || ends_[cursor_].first != stream) {
+    cursor_ = 0;
+    while (cursor_ < ends_.size() && ends_[cursor_].first != stream) ++cursor_;
+    if (cursor_ == ends_.size()) {
+      ends_.emplace_back(stream, end_ns);
+      return 0;
+    }
+  }
+  int64_t& furthest_end = ends_[cursor_].second;
+  const int64_t earlier_end = furthest_end;
+  furthest_end = std::max(earlier_end, end_ns);
+  return start_ns < earlier_end ? std::min(earlier_end, end_ns) - start_ns : 0;
+}
+
+void StepTimeline::StepIdle::Add(int64_t start_ns, int64_t end_ns, int32_t stream,
+                                 int64_t launch_start_ns, int64_t launch_end_ns) {
+  if (gap_open_ && start_ns > gap_end_ns_) Close();
+  if (any_ && start_ns > busy_end_ns_) {
+    gap_open_ = true;
+    gap_start_ns_ = busy_end_ns_;
+    gap_end_ns_ = start_ns;
+    gap_launch_end_ns_ = launch_end_ns;
+  } else if (gap_open_) {  // starts at the gap's end too
+    gap_launch_end_ns_ = std::min(gap_launch_end_ns_, launch_end_ns);
+  }
+  busy_end_ns_ = any_ ? std::max(busy_end_ns_, end_ns) : end_ns;
+  any_ = true;
+  integrity_.activity_ns += end_ns - start_ns;
+  if (const int64_t overlap = streams_.Overlap(stream, start_ns, end_ns); overlap > 0) {
+    ++integrity_.same_stream_overlaps;
+    integrity_.same_stream_overlap_ns += overlap;
+    integrity_.involved_ns += overlap;
+  }
+  if (start_ns < launch_start_ns) {
+    ++integrity_.before_launch;
+    integrity_.involved_ns += end_ns - start_ns;
+  }
+}
+
+void StepTimeline::StepIdle::Close() {
+  if (!gap_open_) return;
+  gap_open_ = false;
+  ++idle_.gaps;
+  const int64_t e = std::clamp(gap_launch_end_ns_, gap_start_ns_, gap_end_ns_);
+  idle_.cpu_wait_ns += e - gap_start_ns_;
+  idle_.launch_latency_ns += gap_end_ns_ - e;
+}
+
+bool StepTimeline::AddIdle(StepSweep* sweep, int64_t start_ns, int64_t end_ns, int32_t stream,
+                           int64_t correlation) {
+  if (!keep_figures_ || launches_ == nullptr) return true;
+  int64_t launch_start_ns = 0, launch_end_ns = 0;
+  if (!launches_->FindLaunch(correlation, &launch_start_ns, &launch_end_ns)) return false;
+  sweep->idle.Add(start_ns, end_ns, stream, launch_start_ns, launch_end_ns);
+  return true;
+}
+
 bool StepTimeline::AddStep(std::string_view name, int64_t start_ns, int64_t end_ns) {
   if (state_ == State::kNoSteps) return false;
   if (state_ == State::kTracking) {
@@ -297,8 +356,8 @@ bool StepTimeline::AddRun(const LaunchRun& run, const DeviceSweep* run_sweep,
   if (!d.queue.empty() || !seen_.Contains(first.correlation)) {
     for (uint32_t i = run.begin; i < run.end; ++i) {
       const GpuActivity& a = activities[i];
-      const StepActivity step_activity{a.start_ns, a.end_ns, a.correlation, a.device,
-                                       KindOf(a, name_kinds)};
+      const StepActivity step_activity{
+          a.start_ns, a.end_ns, a.correlation, a.device, KindOf(a, name_kinds), 0, a.stream};
       if (!AddActivity(step_activity)) return false;
     }
     return true;
@@ -307,12 +366,21 @@ bool StepTimeline::AddRun(const LaunchRun& run, const DeviceSweep* run_sweep,
   d.last_start_ns = activities[run.end - 1].start_ns;
   const uint32_t step = StepOfSeen(first.correlation);
   if (step == kOutsideSteps) return true;
-  DeviceSweep* sweep = OpenSweep(&d, step);
+  StepSweep* sweep = OpenSweep(&d, step);
   if (sweep == nullptr) return false;
-  if (run_sweep != nullptr && sweep->Append(*run_sweep)) return true;
+  if (keep_figures_ && launches_ != nullptr) {
+    // One launch for the run: its times are looked up once.
+    int64_t launch_start_ns = 0, launch_end_ns = 0;
+    if (!launches_->FindLaunch(first.correlation, &launch_start_ns, &launch_end_ns)) return false;
+    for (uint32_t i = run.begin; i < run.end; ++i) {
+      const GpuActivity& a = activities[i];
+      sweep->idle.Add(a.start_ns, a.end_ns, a.stream, launch_start_ns, launch_end_ns);
+    }
+  }
+  if (run_sweep != nullptr && sweep->sweep.Append(*run_sweep)) return true;
   for (uint32_t i = run.begin; i < run.end; ++i) {
     const GpuActivity& a = activities[i];
-    if (!sweep->Add(a.start_ns, a.end_ns, KindOf(a, name_kinds))) return false;
+    if (!sweep->sweep.Add(a.start_ns, a.end_ns, KindOf(a, name_kinds))) return false;
   }
   return true;
 }
@@ -399,11 +467,12 @@ bool StepTimeline::Release() {
 
 bool StepTimeline::Sweep(Device* d, const StepActivity& a, uint32_t step) {
   if (step == kOutsideSteps) return true;
-  DeviceSweep* sweep = OpenSweep(d, step);
-  return sweep != nullptr && sweep->Add(a.start_ns, a.end_ns, a.kind);
+  StepSweep* sweep = OpenSweep(d, step);
+  return sweep != nullptr && sweep->sweep.Add(a.start_ns, a.end_ns, a.kind) &&
+         AddIdle(sweep, a.start_ns, a.end_ns, a.stream, a.correlation);
 }
 
-DeviceSweep* StepTimeline::OpenSweep(Device* d, uint32_t step) {
+StepTimeline::StepSweep* StepTimeline::OpenSweep(Device* d, uint32_t step) {
   // From the latest: collecting, every step stays open, and activities come in step order.
   auto open = std::find_if(d->open.rbegin(), d->open.rend(),
                            [step](const auto& o) { return o.first == step; });
@@ -415,19 +484,22 @@ DeviceSweep* StepTimeline::OpenSweep(Device* d, uint32_t step) {
                          [](const auto& a, const auto& b) { return a.first < b.first; });
     Close(d, static_cast<size_t>(lowest - d->open.begin()));
   }
-  d->open.emplace_back(step, DeviceSweep());
+  d->open.emplace_back(step, StepSweep());
   return &d->open.back().second;
 }
 
 void StepTimeline::Close(Device* d, size_t open_index) {
-  const auto& [step, sweep] = d->open[open_index];
-  const GpuTimeFigures f = sweep.Figures();
+  auto& [step, sweep] = d->open[open_index];
+  const GpuTimeFigures f = sweep.sweep.Figures();
+  sweep.idle.Close();
   ProfilerStep& s = steps_[step];
   if (f.activities > 0) {
     s.first_start_ns = std::min(s.first_start_ns, f.first_start_ns);
     s.last_end_ns = std::max(s.last_end_ns, f.last_end_ns);
   }
-  if (keep_figures_) d->closed.push_back(StepFigures{step, f});
+  if (keep_figures_) {
+    d->closed.push_back(StepFigures{step, f, sweep.idle.idle(), sweep.idle.integrity()});
+  }
   d->closed_up_to = std::max(d->closed_up_to, step);
   d->any_closed = true;
   d->open.erase(d->open.begin() + static_cast<std::ptrdiff_t>(open_index));

@@ -104,6 +104,14 @@ LaunchJoin::Device& LaunchJoin::DeviceOf(int32_t device) {
   return devices_.back();
 }
 
+bool LaunchJoin::FindLaunch(int64_t correlation, int64_t* start_ns, int64_t* end_ns) {
+  const KnownLaunch* launch = Find(correlation);
+  if (launch == nullptr) return false;
+  *start_ns = launch->end_ns - launch->dur_ns;
+  *end_ns = launch->end_ns;
+  return true;
+}
+
 LaunchJoin::KnownLaunch* LaunchJoin::Find(int64_t correlation) {
   auto it = launches_.find(correlation);
   if (it == launches_.end()) return nullptr;
@@ -146,26 +154,11 @@ void LaunchJoin::Wait(int64_t correlation, Waiter waiter) {
 }
 
 void LaunchJoin::Overlap(Device* d, int64_t start_ns, int64_t end_ns, int32_t stream) {
-  if (stream < 0 || end_ns <= start_ns) return;
-  if (d->stream_cursor >= d->stream_ends.size() ||
-      d->stream_ends[d->stream_cursor].first != stream) {
-    d->stream_cursor = 0;
-    while (d->stream_cursor < d->stream_ends.size() &&
-           d->stream_ends[d->stream_cursor].first != stream) {
-      ++d->stream_cursor;
-    }
-    if (d->stream_cursor == d->stream_ends.size()) {
-      d->stream_ends.emplace_back(stream, end_ns);
-      return;
-    }
-  }
-  int64_t& furthest_end = d->stream_ends[d->stream_cursor].second;
-  const int64_t earlier_end = furthest_end;
-  furthest_end = std::max(earlier_end, end_ns);
-  if (start_ns >= earlier_end) return;
+  const int64_t overlap = d->streams.Overlap(stream, start_ns, end_ns);
+  if (overlap == 0) return;
   ++d->integrity.same_stream_overlaps;
-  d->integrity.same_stream_overlap_ns += std::min(earlier_end, end_ns) - start_ns;
-  d->integrity.involved_ns += std::min(earlier_end, end_ns) - start_ns;
+  d->integrity.same_stream_overlap_ns += overlap;
+  d->integrity.involved_ns += overlap;
 }
 
 void LaunchJoin::BeforeLaunch(Device* d, int64_t start_ns, int64_t dur_ns,

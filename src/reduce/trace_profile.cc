@@ -58,7 +58,7 @@ TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool ke
       cpu_side_(cpu_side),
       gpu_reading_(gpu_timeline),
       step_figures_(step_figures),
-      step_timeline_(StepTimeline::kStreamedOpenSteps, step_figures) {
+      step_timeline_(StepTimeline::kStreamedOpenSteps, step_figures, &launch_join_) {
   profile_.classifier = std::move(classifier);
   if (gpu_timeline == GpuTimelineReading::kCollect) {
     profile_.gpu_timeline.path = GpuTimelinePath::kCollected;
@@ -377,8 +377,9 @@ void TraceReducer::ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summ
     return;
   }
   std::string out_of_order;
-  if (!ConsumeSteps(chunk, summary, &out_of_order) ||
-      !ConsumeLaunches(chunk, summary, &out_of_order)) {
+  // Launches first: the steps look up the launches of the activities they sweep.
+  if (!ConsumeLaunches(chunk, summary, &out_of_order) ||
+      !ConsumeSteps(chunk, summary, &out_of_order)) {
     ReadGpuTimelineAgain(StrCat(out_of_order, " near byte ", chunk.begin));
     return;
   }
@@ -457,7 +458,7 @@ void TraceReducer::ReadGpuTimelineAgain(std::string reason) {
   timeline.path = GpuTimelinePath::kReadAgain;
   timeline.collected_reason = std::move(reason);
   sweeps_.clear();
-  step_timeline_ = StepTimeline(StepTimeline::kStreamedOpenSteps, step_figures_);
+  step_timeline_ = StepTimeline(StepTimeline::kStreamedOpenSteps, step_figures_, &launch_join_);
   launch_join_ = LaunchJoin();
   timeline.collectives = {};
 }
@@ -512,8 +513,10 @@ void TraceReducer::FinishGpuTimeline() {
 void TraceReducer::FinishCollectedGpuTimeline(const std::vector<bool>& communicates) {
   GpuTimeline& timeline = profile_.gpu_timeline;
   SortByDeviceAndStart(&collected_gpu_);
+  LaunchJoin launches;  // every launch known before the first activity, none dropped
+  launches.AddLaunches(collected_launches_, collected_launch_apis_);
   // Every launch is known before the first activity, and no step closes early.
-  StepTimeline steps(SIZE_MAX, step_figures_);
+  StepTimeline steps(SIZE_MAX, step_figures_, &launches);
   for (const StepAnnotation& s : collected_steps_) {
     steps.AddStep(collected_step_names_[s.name], s.ts_ns, s.ts_ns + s.dur_ns);
   }
@@ -526,10 +529,9 @@ void TraceReducer::FinishCollectedGpuTimeline(const std::vector<bool>& communica
       timeline.collectives.push_back(
           Collective{a.start_ns, a.end_ns - a.start_ns, a.device, a.name});
     }
-    steps.AddActivity(StepActivity{a.start_ns, a.end_ns, a.correlation, a.device, kind});
+    steps.AddActivity(
+        StepActivity{a.start_ns, a.end_ns, a.correlation, a.device, kind, 0, a.stream});
   }
-  LaunchJoin launches;  // every launch known before the first activity, none dropped
-  launches.AddLaunches(collected_launches_, collected_launch_apis_);
   for (const GpuActivity& a : collected_gpu_) {
     launches.AddActivity(a.device, a.start_ns, a.end_ns, a.correlation, a.stream);
   }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -85,12 +86,6 @@ class DeviceSweep {
   int64_t end_[kKinds] = {};  // the furthest end of each kind so far (at_ or before: none open)
 };
 
-// StepFigures is one profiler step's share of a device's time (ProfilerStep).
-struct StepFigures {
-  uint32_t step = 0;  // index into GpuTimeline::steps
-  GpuTimeFigures figures;
-};
-
 // IdleSplit is why a device was idle: each gap [g0, g1) of its span (a maximal interval with no
 // activity running) goes by the launch L of the activity K that starts at g1 (of several, the one
 // whose launch ended first; for a graph replay's kernels, the graph launch), with e = L's end:
@@ -140,6 +135,29 @@ struct TraceIntegrity {
   bool clean() const { return same_stream_overlaps == 0 && before_launch == 0; }
 };
 
+// StepFigures is one profiler step's share of a device's time (ProfilerStep), and its idle split
+// and integrity among the step's activities (none of them unattributed: a step's activities are
+// those of its launches).
+struct StepFigures {
+  uint32_t step = 0;  // index into GpuTimeline::steps
+  GpuTimeFigures figures;
+  IdleSplit idle;
+  TraceIntegrity integrity;
+};
+
+// StreamEnds is the furthest end so far of each stream of a device: what finds the activities
+// that start before the earlier ones of their stream end (TraceIntegrity).
+class StreamEnds {
+ public:
+  // Overlap() takes an activity of `stream` (-1: none) in start order and returns how long it
+  // overlaps the earlier ones of its stream, 0 for none (or for one of zero length).
+  int64_t Overlap(int32_t stream, int64_t start_ns, int64_t end_ns);
+
+ private:
+  std::vector<std::pair<int32_t, int64_t>> ends_;  // a device has few streams
+  size_t cursor_ = 0;
+};
+
 // DeviceTimeline is one device's figures, in all and per step (by step, those it ran in), and why
 // it was idle and how its work was launched (launch_join.h).
 struct DeviceTimeline {
@@ -179,7 +197,17 @@ struct StepActivity {
   int64_t correlation = kNoCorrelation;
   int32_t device = 0;
   GpuActivityKind kind = GpuActivityKind::kComputation;
-  uint32_t chunk = 0;  // the chunk it came in (StepTimeline's count)
+  uint32_t chunk = 0;   // the chunk it came in (StepTimeline's count)
+  int32_t stream = -1;  // GpuActivity::stream
+};
+
+// LaunchTimes finds a launch call by its correlation id (LaunchJoin implements it): where
+// StepTimeline learns when the launch of an activity it sweeps started and returned.
+class LaunchTimes {
+ public:
+  virtual ~LaunchTimes() = default;
+  // FindLaunch() sets the call's start and end; false when the launch is not known (any more).
+  virtual bool FindLaunch(int64_t correlation, int64_t* start_ns, int64_t* end_ns) = 0;
 };
 
 // KindOf() is an activity's kind, a kernel's by its name (`name_kinds`: per name).
@@ -241,10 +269,12 @@ class StepTimeline {
 
   // `max_open_steps`: how many of a device's steps are swept at once; an activity of a step
   // already closed makes AddActivity() fail (streaming); unlimited when collecting.
-  // `keep_figures`: keep each device's figures per step and the steps' names, else only the
-  // steps' GPU spans.
-  explicit StepTimeline(size_t max_open_steps = kStreamedOpenSteps, bool keep_figures = true)
-      : max_open_steps_(max_open_steps), keep_figures_(keep_figures) {}
+  // `keep_figures`: keep each device's figures per step (their idle split and integrity from
+  // `launches`, which must know the launch of each activity swept) and the steps' names, else
+  // only the steps' GPU spans.
+  explicit StepTimeline(size_t max_open_steps = kStreamedOpenSteps, bool keep_figures = true,
+                        LaunchTimes* launches = nullptr)
+      : max_open_steps_(max_open_steps), keep_figures_(keep_figures), launches_(launches) {}
 
   // AddStep() takes a step annotation; false when it comes too late: it starts before the last
   // step or at or before a launch already seen, or no step came before the first launch or
@@ -286,12 +316,35 @@ class StepTimeline {
   struct IdRange {
     int64_t first = 0, last = 0;
   };
+  // StepIdle is a step's idle split and integrity on a device, kept as its activities are swept
+  // (in start order, each one's launch known): the last gap stays open while an activity may
+  // still start at its end.
+  class StepIdle {
+   public:
+    void Add(int64_t start_ns, int64_t end_ns, int32_t stream, int64_t launch_start_ns,
+             int64_t launch_end_ns);
+    void Close();
+    const IdleSplit& idle() const { return idle_; }
+    const TraceIntegrity& integrity() const { return integrity_; }
+
+   private:
+    bool any_ = false, gap_open_ = false;
+    int64_t busy_end_ns_ = 0;
+    int64_t gap_start_ns_ = 0, gap_end_ns_ = 0, gap_launch_end_ns_ = 0;
+    IdleSplit idle_;
+    TraceIntegrity integrity_;
+    StreamEnds streams_;
+  };
+  struct StepSweep {
+    DeviceSweep sweep;
+    StepIdle idle;
+  };
   struct Device {
     int32_t device = 0;
     bool any = false;
     int64_t last_start_ns = 0;
     std::deque<StepActivity> queue;  // waiting, in start order, the first not launched yet
-    std::vector<std::pair<uint32_t, DeviceSweep>> open;  // by step
+    std::vector<std::pair<uint32_t, StepSweep>> open;  // by step
     std::vector<StepFigures> closed;
     bool any_closed = false;
     uint32_t closed_up_to = 0;  // the highest closed step
@@ -304,11 +357,16 @@ class StepTimeline {
   Device& DeviceOf(int32_t device);
   bool Sweep(Device* d, const StepActivity& a, uint32_t step);
   // OpenSweep() is the sweep of `step` on `d`, opened if need be; null when the step is closed.
-  DeviceSweep* OpenSweep(Device* d, uint32_t step);
+  StepSweep* OpenSweep(Device* d, uint32_t step);
+  // AddIdle() adds an activity to its step's idle split and integrity (with keep_figures_);
+  // false when its launch is not known.
+  bool AddIdle(StepSweep* sweep, int64_t start_ns, int64_t end_ns, int32_t stream,
+               int64_t correlation);
   void Close(Device* d, size_t open_index);
 
   size_t max_open_steps_;
   bool keep_figures_;
+  LaunchTimes* launches_;
   State state_ = State::kSteps;
   std::vector<ProfilerStep> steps_;
   InternedStrings names_;

@@ -27,7 +27,7 @@
 
 namespace tracefuse {
 
-class LaunchJoin {
+class LaunchJoin : public LaunchTimes {
  public:
   // kWindowChunks is how many chunks a launch is kept after it was last used.
   static constexpr uint32_t kWindowChunks = 16;
@@ -45,6 +45,7 @@ class LaunchJoin {
   // its launch was dropped while the activity needs it.
   bool AddActivity(int32_t device, int64_t start_ns, int64_t end_ns, int64_t correlation,
                    int32_t stream);
+  bool FindLaunch(int64_t correlation, int64_t* start_ns, int64_t* end_ns) override;
   // waiting() is how many gaps and first activities wait for their launches.
   size_t waiting() const { return waiting_count_; }
   // Finish() settles what still waits (its launch is not in the trace) and gives each device of
@@ -116,9 +117,7 @@ class LaunchJoin {
     int64_t last_counted_end_ns = 0;
     IdleSplit idle;
     TraceIntegrity integrity;
-    // Per stream, the furthest end so far: a device has few streams.
-    std::vector<std::pair<int32_t, int64_t>> stream_ends;
-    size_t stream_cursor = 0;
+    StreamEnds streams;
     std::vector<ApiCounts> apis;  // by index into apis_
   };
 
@@ -134,6 +133,7 @@ class LaunchJoin {
   void GiveUp(int64_t correlation);
   // Overlap() counts an activity that starts before the earlier ones of its stream end.
   void Overlap(Device* d, int64_t start_ns, int64_t end_ns, int32_t stream);
+
   // BeforeLaunch() counts an activity that starts before its launch call.
   void BeforeLaunch(Device* d, int64_t start_ns, int64_t dur_ns, int64_t launch_start_ns);
   void Close(Device* d);

@@ -18,7 +18,7 @@ namespace tracefuse {
 // busy_us, computation_us, communication_us, exposed_communication_us, memcpy_us,
 // exposed_memcpy_us and idle_us, "idle" (IdleSplit), "launches" (LaunchStats per API) and
 // "integrity" (TraceIntegrity); with `each_step` (`stats`), also "steps": the same figures but
-// those three per step the device ran in, each with its "step" name. Then, over all devices,
+// "launches" per step the device ran in, each with its "step" name. Then, over all devices,
 // "idle" and "integrity" summed and "launches" per API.
 Json GpuTimelineJson(const TraceProfile& profile, bool each_step = false);
 

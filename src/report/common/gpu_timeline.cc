@@ -130,6 +130,8 @@ Json GpuTimelineJson(const TraceProfile& p, bool each_step) {
         Json step = Json::object();
         step["step"] = std::string(t.step_names[t.step_name_of[s.step]]);
         AddFiguresJson(s.figures, &step);
+        step["idle"] = IdleJson(s.idle);
+        step["integrity"] = IntegrityJson(s.integrity);
         steps.push_back(std::move(step));
       }
       device["steps"] = std::move(steps);
