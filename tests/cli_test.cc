@@ -196,6 +196,35 @@ TEST(Cli, StatsOnAGeneratedTrace) {
       << text.out;
 }
 
+// A trace whose times do not add up (tracefuse-gen --plant-idle: per step, a kernel that overlaps
+// the one before it on its stream by 300 ns, one that starts before its launch) says so in one
+// line in every report of it: stats, breakdown, compare and ops, text and HTML.
+TEST(Cli, EveryReportOfATraceWithWrongTimesSaysSo) {
+  testing::TempDir dir;
+  const std::string planted = dir.path() + "/planted.json", clean = dir.path() + "/clean.json";
+  ASSERT_EQ(RunCommand(StrCat(TRACEFUSE_GEN, " --platform amd --steps 3 --plant-idle -o ", planted))
+                .exit_code,
+            0);
+  ASSERT_EQ(RunCommand(StrCat(TRACEFUSE_GEN, " --platform nvidia --steps 3 -o ", clean)).exit_code,
+            0);
+  const std::string line =
+      "3 activities start before the earlier ones of their stream end (0.001 ms overlapped: "
+      "programmatic dependent launch, or wrong times), 3 start before their launch; ";
+  const std::string pair = StrCat(planted, " ", clean);
+  for (const std::string& command :
+       {StrCat("stats ", planted), StrCat("breakdown ", planted), StrCat("compare ", pair),
+        StrCat("ops ", pair), StrCat("breakdown ", planted, " --format html"),
+        StrCat("compare ", pair, " --format html"), StrCat("ops ", pair, " --format html")}) {
+    SCOPED_TRACE(command);
+    const RunResult r = RunCommand(StrCat(Bin(), " ", command));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
+    // Once for the planted trace, never for the clean one.
+    EXPECT_EQ(r.out.find(line, r.out.find(line) + 1), std::string::npos);
+    EXPECT_EQ(r.out.find("NVIDIA integrity"), std::string::npos);
+  }
+}
+
 // stats --by-op says how the CPU side reached the op tree and what the tree held: nested as it
 // arrived from a file, collected whole from a pipe (which cannot be read twice), the same tree
 // either way.

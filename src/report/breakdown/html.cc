@@ -11,6 +11,7 @@
 #include "report/common/formatting.h"
 #include "tracefuse/base/strings.h"
 #include "tracefuse/report/breakdown.h"
+#include "tracefuse/report/gpu_timeline.h"
 #include "tracefuse/report/stats.h"
 
 namespace tracefuse {
@@ -67,6 +68,9 @@ void BreakdownHtmlPage::Header() {
       HtmlEscaped(p_.path), PlatformName(p_.platform), HtmlEscaped(p_.platform_evidence),
       HtmlEscaped(GpuText(p_)), Thousands(p_.kernel_count), MillisText(total_),
       HtmlEscaped(p_.classifier->rule_set().name()));
+  if (const TraceIntegrity integrity = SummedIntegrity(p_.gpu_timeline); !integrity.clean()) {
+    doc_.Append("<p class=\"warning\">integrity: {}</p>\n", HtmlEscaped(IntegrityText(integrity)));
+  }
   if (p_.truncated) {
     doc_.Append("<p class=\"note\">truncated: {}</p>\n", HtmlEscaped(TruncationText(p_)));
   }

@@ -9,6 +9,7 @@
 #include "report/common/formatting.h"
 #include "tracefuse/base/strings.h"
 #include "tracefuse/report/breakdown.h"
+#include "tracefuse/report/gpu_timeline.h"
 #include "tracefuse/report/stats.h"
 
 namespace tracefuse {
@@ -22,6 +23,10 @@ std::string BreakdownText(const TraceProfile& p, size_t top,
                   GpuText(p), PlatformName(p.platform), Thousands(p.kernel_count), Millis(total),
                   p.classifier->rule_set().name());
   if (p.truncated) out.insert(out.size() - 1, StrCat("truncated: ", TruncationText(p), "\n"));
+  // Times that do not add up make every figure below doubtful: said before them.
+  if (const TraceIntegrity integrity = SummedIntegrity(p.gpu_timeline); !integrity.clean()) {
+    out.insert(out.size() - 1, StrCat("integrity: ", IntegrityText(integrity), "\n"));
+  }
   size_t width = 8;
   for (const CategoryBreakdown& c : cats)
     width = std::max(width, p.category_name(c.category).size());

@@ -30,6 +30,7 @@ table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:6px 0}
 th,td{padding:3px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
 th{font-weight:600;background:var(--panel)}.n{text-align:right;white-space:nowrap}
 .muted,.note{color:var(--muted)}.categories th{white-space:nowrap}.note{margin:6px 0}
+.warning{margin:6px 0;padding:4px 8px;border-left:3px solid var(--s1);background:var(--panel)}
 code{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;word-break:break-all}
 .split{display:flex;flex-wrap:wrap;gap:20px 28px;align-items:flex-start}
 .split>*{flex:1 1 480px;min-width:0}
