@@ -1126,8 +1126,9 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
   }
 }
 
-// A launch unused for LaunchJoin::kWindowChunks chunks is dropped: an activity that needs it
-// then fails (the caller collects), one that comes after its own launch does not.
+// A launch unused for a generation (LaunchJoin::kWindowChunks chunks, two at most) is dropped: an
+// activity that needs it then fails (the caller collects), one that comes after its own launch does
+// not.
 TEST(LaunchJoin, AnActivityWhoseLaunchWasDroppedFails) {
   LaunchJoin join;
   InternedStrings names;
@@ -1135,7 +1136,8 @@ TEST(LaunchJoin, AnActivityWhoseLaunchWasDroppedFails) {
   join.NextChunk();
   join.AddLaunches({Launch{0, 5, 1, 0}}, names);
   ASSERT_TRUE(join.AddActivity(0, 10, 20, 1, 7));
-  for (uint32_t i = 0; i <= LaunchJoin::kWindowChunks; ++i) join.NextChunk();
+  // Unused for two generations at most.
+  for (uint32_t i = 0; i < 2 * LaunchJoin::kWindowChunks; ++i) join.NextChunk();
   join.AddLaunches({Launch{100, 5, 2, 0}}, names);
   EXPECT_TRUE(join.AddActivity(0, 110, 120, 2, 7));
   EXPECT_FALSE(join.AddActivity(0, 130, 140, 1, 7));

@@ -12,18 +12,11 @@ void LaunchJoin::NextChunk() {
     GiveUp(waiting_by_age_.front().second);
     waiting_by_age_.pop_front();
   }
-  while (!by_age_.empty() && by_age_.front().first + kWindowChunks < chunk_) {
-    const int64_t correlation = by_age_.front().second;
-    by_age_.pop_front();
-    auto it = launches_.find(correlation);
-    if (it == launches_.end()) continue;
-    if (it->second.last_chunk + kWindowChunks >= chunk_) {  // used since: kept, aged again
-      by_age_.emplace_back(it->second.last_chunk, correlation);
-      continue;
-    }
-    launches_.erase(it);
-    dropped_.Insert(correlation);
-  }
+  if (chunk_ - generation_start_ < kWindowChunks) return;
+  for (const auto& [correlation, launch] : older_) dropped_.Insert(correlation);
+  older_.clear();
+  std::swap(older_, launches_);  // the emptied map keeps its capacity for the new generation
+  generation_start_ = chunk_;
 }
 
 void LaunchJoin::GiveUp(int64_t correlation) {
@@ -38,7 +31,7 @@ void LaunchJoin::GiveUp(int64_t correlation) {
     }
     auto gap = gaps_.find(w.gap);
     if (--gap->second.unknown == 0) {
-      Settle(gap->second);
+      Settle(gap->second, &DeviceOf(gap->second.device).idle);
       gaps_.erase(gap);
     }
   }
@@ -57,10 +50,11 @@ bool LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
   for (const Launch& l : launches) {
     if (l.correlation == kNoCorrelation || dropped_.Contains(l.correlation)) continue;
     if (given_up_.Contains(l.correlation)) return false;
+    if (!older_.empty() && older_.contains(l.correlation)) continue;
     auto [it, inserted] = launches_.try_emplace(
-        l.correlation, KnownLaunch{l.ts_ns + l.dur_ns, l.dur_ns, chunk_api_[l.api], chunk_, 0});
+        l.correlation, KnownLaunch{l.ts_ns + l.dur_ns, l.dur_ns, chunk_api_[l.api], 0});
     if (!inserted) continue;
-    by_age_.emplace_back(chunk_, l.correlation);
+    if (waiting_.empty()) continue;
     auto waiting = waiting_.find(l.correlation);
     if (waiting == waiting_.end()) continue;
     const std::vector<Waiter> waiters = std::move(waiting->second);
@@ -80,7 +74,7 @@ bool LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
       Gap& gap = open ? d.open : gaps_.find(w.gap)->second;
       gap.first_launch_end_ns = std::min(gap.first_launch_end_ns, l.ts_ns + l.dur_ns);
       if (--gap.unknown == 0 && !open) {
-        Settle(gap);
+        Settle(gap, &d.idle);
         gaps_.erase(w.gap);
       }
     }
@@ -88,10 +82,7 @@ bool LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
   return true;
 }
 
-LaunchJoin::Device& LaunchJoin::DeviceOf(int32_t device) {
-  if (device_cursor_ < devices_.size() && devices_[device_cursor_].device == device) {
-    return devices_[device_cursor_];
-  }
+LaunchJoin::Device& LaunchJoin::FindDevice(int32_t device) {
   for (size_t i = 0; i < devices_.size(); ++i) {
     if (devices_[i].device == device) {
       device_cursor_ = i;
@@ -114,9 +105,13 @@ bool LaunchJoin::FindLaunch(int64_t correlation, int64_t* start_ns, int64_t* end
 
 LaunchJoin::KnownLaunch* LaunchJoin::Find(int64_t correlation) {
   auto it = launches_.find(correlation);
-  if (it == launches_.end()) return nullptr;
-  it->second.last_chunk = chunk_;
-  return &it->second;
+  if (it != launches_.end()) return &it->second;
+  auto old = older_.find(correlation);
+  if (old == older_.end()) return nullptr;
+  // Used again: it moves to this generation.
+  KnownLaunch* launch = &launches_.emplace(correlation, old->second).first->second;
+  older_.erase(old);
+  return launch;
 }
 
 bool LaunchJoin::Counted(KnownLaunch* launch, int64_t correlation, int32_t device) {
@@ -214,22 +209,21 @@ bool LaunchJoin::AddActivity(int32_t device, int64_t start_ns, int64_t end_ns, i
 void LaunchJoin::Close(Device* d) {
   if (d->open_id == kNoGap) return;
   if (d->open.unknown == 0) {
-    Settle(d->open);
+    Settle(d->open, &d->idle);
   } else {
     gaps_.emplace(d->open_id, d->open);
   }
   d->open_id = kNoGap;
 }
 
-void LaunchJoin::Settle(const Gap& gap) {
-  IdleSplit& idle = DeviceOf(gap.device).idle;
-  ++idle.gaps;
+void LaunchJoin::Settle(const Gap& gap, IdleSplit* idle) {
+  ++idle->gaps;
   if (gap.first_launch_end_ns == INT64_MAX) {
-    idle.unattributed_ns += gap.end_ns - gap.start_ns;
+    idle->unattributed_ns += gap.end_ns - gap.start_ns;
   } else {
     const int64_t e = std::clamp(gap.first_launch_end_ns, gap.start_ns, gap.end_ns);
-    idle.cpu_wait_ns += e - gap.start_ns;
-    idle.launch_latency_ns += gap.end_ns - e;
+    idle->cpu_wait_ns += e - gap.start_ns;
+    idle->launch_latency_ns += gap.end_ns - e;
   }
 }
 
@@ -284,10 +278,12 @@ Quantiles LaunchJoin::ValueSet::QuantilesOf(uint64_t n) const {
   for (int64_t bucket : keys) {
     const std::vector<uint16_t>& values = buckets_.at(bucket);
     if (next < 3 && ranks[next] <= below + values.size()) {
-      std::vector<uint16_t> sorted = values;
-      std::sort(sorted.begin(), sorted.end());
-      while (next < 3 && ranks[next] <= below + sorted.size()) {
-        found[next] = bucket * 65536 + sorted[ranks[next] - below - 1];
+      // Only the ranks wanted are put in place: a bucket may hold most of the values.
+      std::vector<uint16_t> ranked = values;
+      while (next < 3 && ranks[next] <= below + ranked.size()) {
+        const auto nth = ranked.begin() + static_cast<std::ptrdiff_t>(ranks[next] - below - 1);
+        std::nth_element(ranked.begin(), nth, ranked.end());
+        found[next] = bucket * 65536 + *nth;
         ++next;
       }
     }
@@ -302,7 +298,7 @@ void LaunchJoin::Finish(GpuTimeline* timeline) {
   waiting_.clear();
   waiting_count_ = 0;
   waiting_by_age_.clear();
-  for (const auto& [id, gap] : gaps_) Settle(gap);
+  for (const auto& [id, gap] : gaps_) Settle(gap, &DeviceOf(gap.device).idle);
   gaps_.clear();
   for (DeviceTimeline& t : timeline->devices) {
     Device& d = DeviceOf(t.device);

@@ -8,9 +8,12 @@
 // kernel a few events before its launch, roctracer after it: what waits for a launch not seen yet
 // is kept by correlation id and settled when the launch comes, or as having none once it has
 // waited kWindowChunks chunks (its id remembered: should the launch come after all, the caller
-// collects the trace instead). Launches are kept while they are recent: one unused for
-// kWindowChunks chunks is dropped, its id remembered; an activity that needs a dropped launch
-// makes the caller collect the trace instead.
+// collects the trace instead). Launches are kept while they are recent, in two generations of
+// kWindowChunks chunks each: one unused for a whole generation is dropped (after kWindowChunks to
+// twice that many chunks), its id remembered; an activity that needs a dropped launch makes the
+// caller collect the trace instead. Generations cost a hash insert per launch and a pass over
+// the old one per kWindowChunks chunks, where ageing each launch on its own cost a queue entry,
+// a look-up and an erase besides.
 #ifndef TRACEFUSE_REDUCE_LAUNCH_JOIN_H_
 #define TRACEFUSE_REDUCE_LAUNCH_JOIN_H_
 
@@ -29,14 +32,14 @@ namespace tracefuse {
 
 class LaunchJoin : public LaunchTimes {
  public:
-  // kWindowChunks is how many chunks a launch is kept after it was last used.
+  // kWindowChunks is how many chunks a generation of launches spans.
   static constexpr uint32_t kWindowChunks = 16;
   // kMaxWaiting is how many gaps and first activities may wait for their launches; more, and the
   // caller collects the trace instead.
   static constexpr size_t kMaxWaiting = size_t{1} << 20;
 
   // NextChunk() starts the next chunk (call it before the chunk's launches and activities): drops
-  // the launches unused for kWindowChunks chunks and settles what waited that long.
+  // the launches unused for a generation and settles what waited kWindowChunks chunks.
   void NextChunk();
   // AddLaunches() takes a chunk's launches, their names in `apis`; a second launch of one
   // correlation id is ignored. False when a launch comes after its activities stopped waiting.
@@ -57,9 +60,8 @@ class LaunchJoin : public LaunchTimes {
   struct KnownLaunch {
     int64_t end_ns = 0;
     int64_t dur_ns = 0;
-    uint32_t api = 0;         // index into apis_
-    uint32_t last_chunk = 0;  // when it was last used
-    uint64_t devices = 0;     // bit d: its first activity on device d (< 64) is counted
+    uint32_t api = 0;      // index into apis_
+    uint64_t devices = 0;  // bit d: its first activity on device d (< 64) is counted
   };
   static constexpr uint64_t kNoGap = UINT64_MAX;
   // A gap: open while activities may still start at its end, then closed, and kept in gaps_
@@ -121,13 +123,20 @@ class LaunchJoin : public LaunchTimes {
     std::vector<ApiCounts> apis;  // by index into apis_
   };
 
-  Device& DeviceOf(int32_t device);
+  // DeviceOf() is `device`'s entry, added if new; activities come in runs of one device.
+  Device& DeviceOf(int32_t device) {
+    if (device_cursor_ < devices_.size() && devices_[device_cursor_].device == device) {
+      return devices_[device_cursor_];
+    }
+    return FindDevice(device);
+  }
+  Device& FindDevice(int32_t device);
   KnownLaunch* Find(int64_t correlation);
   // Counted() says whether `launch`'s first activity on `device` is counted, and marks it so.
   bool Counted(KnownLaunch* launch, int64_t correlation, int32_t device);
   void Count(Device* d, const KnownLaunch& launch, int64_t start_ns);
-  // Settle() adds a complete gap with no launch left to come to its device's split.
-  void Settle(const Gap& gap);
+  // Settle() adds a complete gap with no launch left to come to `idle`, its device's split.
+  static void Settle(const Gap& gap, IdleSplit* idle);
   void Wait(int64_t correlation, Waiter waiter);
   // GiveUp() settles what waits for the launch of `correlation` as having none.
   void GiveUp(int64_t correlation);
@@ -142,8 +151,9 @@ class LaunchJoin : public LaunchTimes {
   std::vector<std::string> apis_;
   StringMap<uint32_t> api_ids_;
   std::vector<uint32_t> chunk_api_;  // AddLaunches()'s scratch: chunk's api index -> apis_
-  absl::flat_hash_map<int64_t, KnownLaunch> launches_;
-  std::deque<std::pair<uint32_t, int64_t>> by_age_;  // (chunk added, id), oldest first
+  // The launches added or used in this generation, and those of the one before.
+  absl::flat_hash_map<int64_t, KnownLaunch> launches_, older_;
+  uint32_t generation_start_ = 0;  // the chunk this generation began at
   CorrelationSet dropped_;
   // Counted first activities on devices 64 and above (KnownLaunch::devices holds the rest).
   absl::flat_hash_map<std::pair<int64_t, int32_t>, bool> counted_high_;
