@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -9,10 +10,14 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
+#include "tracefuse/analyze/fusion.h"
 #include "tracefuse/classify/classifier.h"
 #include "tracefuse/report/output_file.h"
 
@@ -479,6 +484,80 @@ TEST_F(CompareCli, LabelsMarkdownCsvAndJson) {
   EXPECT_EQ(j["tracefuse"]["traces"][1]["gpu"], "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(j["tracefuse"]["rule_set"], "tracefuse");  // the default
   EXPECT_TRUE(j["tracefuse"]["timings_seconds"].contains("analyze"));
+}
+
+// The idle split and the launches of both sides, as compare and ops write them in CSV and JSON,
+// are each trace's figures as tracefuse-gen --expect-idle gives them, and the text, Markdown and
+// HTML reports say the same sentence.
+TEST(Cli, IdleAndLaunchTablesOfBothSidesInEveryFormat) {
+  testing::TempDir dir;
+  PerSide<nlohmann::json> want;
+  std::string pair;
+  for (Side s : kSides) {
+    const char* platform = s == Side::kTrace1 ? "amd" : "nvidia";
+    const std::string trace = StrCat(dir.path(), "/", platform, ".json");
+    const std::string expected = StrCat(dir.path(), "/", platform, ".expected.json");
+    ASSERT_EQ(RunCommand(StrCat(TRACEFUSE_GEN, " --platform ", platform, " --steps 4 --seed ",
+                                s == Side::kTrace1 ? 7 : 8, " --plant-idle --expect-idle ",
+                                expected, " -o ", trace))
+                  .exit_code,
+              0);
+    want[s] = nlohmann::json::parse(std::ifstream(expected))["devices"][0];
+    pair += " " + trace;
+  }
+  auto number = [](const std::string& cell) { return std::stod(cell); };
+  for (const char* command : {"compare", "ops"}) {
+    SCOPED_TRACE(command);
+    const std::string run = StrCat(Bin(), " ", command, pair);
+    RunResult idle = RunCommand(run + " --format csv --csv-table idle");
+    ASSERT_EQ(idle.exit_code, 0) << idle.err;
+    std::vector<std::string> rows = absl::StrSplit(idle.out, '\n', absl::SkipEmpty());
+    ASSERT_EQ(rows.size(), 3u) << idle.out;
+    EXPECT_EQ(rows[0],
+              "trace,device,span_us,idle_us,cpu_wait_us,launch_latency_us,unattributed_us,gaps,"
+              "same_stream_overlaps,same_stream_overlap_us,before_launch");
+    RunResult launches = RunCommand(run + " --format csv --csv-table launches");
+    ASSERT_EQ(launches.exit_code, 0) << launches.err;
+    std::vector<std::string> launch_rows = absl::StrSplit(launches.out, '\n', absl::SkipEmpty());
+    size_t launch_row = 1;
+    for (Side s : kSides) {
+      const std::vector<std::string> cells = absl::StrSplit(rows[1 + static_cast<int>(s)], ',');
+      ASSERT_EQ(cells.size(), 11u);
+      EXPECT_EQ(cells[0], s == Side::kTrace1 ? "AMD" : "NVIDIA");
+      const nlohmann::json& w = want[s];
+      EXPECT_EQ(number(cells[4]), w["idle"]["cpu_wait_us"].get<double>());
+      EXPECT_EQ(number(cells[5]), w["idle"]["launch_latency_us"].get<double>());
+      EXPECT_EQ(number(cells[6]), w["idle"]["unattributed_us"].get<double>());
+      EXPECT_EQ(cells[7], w["idle"]["gaps"].dump());
+      EXPECT_EQ(cells[8], w["integrity"]["same_stream_overlaps"].dump());
+      EXPECT_EQ(number(cells[9]), w["integrity"]["same_stream_overlap_us"].get<double>());
+      EXPECT_EQ(cells[10], w["integrity"]["before_launch"].dump());
+      for (const nlohmann::json& l : w["launches"]) {
+        ASSERT_LT(launch_row, launch_rows.size());
+        const std::vector<std::string> c = absl::StrSplit(launch_rows[launch_row++], ',');
+        ASSERT_EQ(c.size(), 10u);
+        EXPECT_EQ(c[2], l["api"]);
+        EXPECT_EQ(c[3], l["count"].dump());
+        EXPECT_EQ(number(c[4]), l["cpu_us"]["median"].get<double>());
+        EXPECT_EQ(number(c[8]), l["delay_us"]["p90"].get<double>());
+      }
+    }
+    EXPECT_EQ(launch_row, launch_rows.size());
+    // The sentence, the same in text, Markdown and HTML.
+    RunResult text = RunCommand(run);
+    const size_t heading = text.out.find("Why the GPU is idle\n-------------------\n");
+    ASSERT_NE(heading, std::string::npos) << text.out;
+    const size_t from = text.out.find('\n', text.out.find('\n', heading) + 1) + 1;
+    const std::string sentence = text.out.substr(from, text.out.find('\n', from) - from);
+    EXPECT_TRUE(absl::EndsWith(sentence, " us.")) << sentence;
+    EXPECT_NE(
+        RunCommand(run + " --format markdown").out.find("## Why the GPU is idle\n" + sentence),
+        std::string::npos);
+    const RunResult html = RunCommand(run + " --format html");
+    EXPECT_NE(html.out.find("<section id=\"idle\">\n<h2>Why the GPU is idle</h2>\n<p>" +
+                            absl::StrReplaceAll(sentence, {{"'", "&#39;"}}) + "</p>"),
+              std::string::npos);
+  }
 }
 
 TEST_F(CompareCli, ProgressOnlyWhenAskedOrOnATerminal) {
