@@ -48,8 +48,9 @@ CLI::App* Declare(CLI::App* app, CompareArgs* a) {
                 "also read the CPU side and align the operators: the fusion differences of eager "
                 "traces, which replay no graph (as `tracefuse ops` finds them), in every format");
   cmd->add_option("--csv-table", a->options.csv_table,
-                  "the table --format csv writes: types (one row per kernel type) or "
-                  "fusion_differences (one row per difference; needs --by-op)")
+                  "the table --format csv writes: types (one row per kernel type), "
+                  "fusion_differences (one row per difference; needs --by-op), idle (each side's "
+                  "idle split per device) or launches (per side, device and launch API)")
       ->check(CLI::IsMember(FusionCsvTables()))
       ->capture_default_str();
   AddProgressOption(cmd, &a->progress);

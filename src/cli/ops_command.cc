@@ -67,8 +67,9 @@ CLI::App* Declare(CLI::App* app, OpsArgs* a) {
       ->check(CLI::IsMember(OpsFormats()))
       ->capture_default_str();
   cmd->add_option("--csv-table", a->csv_table,
-                  "the table --format csv writes: ops (one row per op and scope) or "
-                  "fusion_differences (one row per difference)")
+                  "the table --format csv writes: ops (one row per op and scope), "
+                  "fusion_differences (one row per difference), idle (each side's idle split per "
+                  "device) or launches (per side, device and launch API)")
       ->check(CLI::IsMember(OpsCsvTables()))
       ->capture_default_str();
   cmd->add_option("--top", a->top, "rows per table (text, markdown, html) and instances listed")
