@@ -240,7 +240,9 @@ std::string StatsJsonText(const std::string& path, const std::string& ruleset,
   const TraceProfile profile = ProfileOne(path, ruleset, read, /*step_figures=*/true);
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return DumpJson(StatsJson(profile, elapsed));
+  std::string json = StatsJson(profile, elapsed);
+  json.pop_back();  // the newline that ends the file
+  return json;
 }
 
 // BreakdownJsonText() is `breakdown --format json`, with `by_op` each category's TFLOP/s.

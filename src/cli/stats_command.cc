@@ -1,5 +1,4 @@
 #include "command.h"
-#include "tracefuse/report/json.h"
 #include "tracefuse/report/output_file.h"
 #include "tracefuse/report/stats.h"
 
@@ -26,15 +25,15 @@ int RunStats(const StatsArgs& a) {
   }
   double elapsed = SecondsSince(started);
   const TraceProfile& p = *profile;
-  std::string out;
+  absl::Status written;
   if (a.format == "json") {
-    Json j = StatsJson(p, elapsed);
-    if (a.by_op) j["cpu_side"] = CpuSideJson(p, cpu_side);
-    out = DumpJson(j) + "\n";
+    written = WriteStreamedOutput(a.output, [&](OutputFile* sink) {
+      return WriteStatsJson(p, elapsed, a.by_op ? &cpu_side : nullptr, sink);
+    });
   } else {
-    out = StatsText(p, elapsed) + (a.by_op ? CpuSideText(p, cpu_side) : "");
+    written =
+        WriteOutput(a.output, StatsText(p, elapsed) + (a.by_op ? CpuSideText(p, cpu_side) : ""));
   }
-  absl::Status written = WriteOutput(a.output, out);
   return written.ok() ? kExitOk : Fail(written, kExitIo);
 }
 

@@ -17,10 +17,9 @@ namespace tracefuse {
 // a step that ran an activity), and "devices", by device: "device", "activities", then span_us,
 // busy_us, computation_us, communication_us, exposed_communication_us, memcpy_us,
 // exposed_memcpy_us and idle_us, "idle" (IdleSplit), "launches" (LaunchStats per API) and
-// "integrity" (TraceIntegrity); with `each_step` (`stats`), also "steps": the same figures but
-// "launches" per step the device ran in, each with its "step" name. Then, over all devices,
-// "idle" and "integrity" summed and "launches" per API.
-Json GpuTimelineJson(const TraceProfile& profile, bool each_step = false);
+// "integrity" (TraceIntegrity). Then, over all devices, "idle" and "integrity" summed and
+// "launches" per API. `stats` adds each device's steps (WriteStatsJson()).
+Json GpuTimelineJson(const TraceProfile& profile);
 
 // CollectivesJson() is a trace's communication kernels by device and start, in columns (a run
 // has thousands): {"names": [distinct names], "device": [...], "name": [index into names],

@@ -4,16 +4,12 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "tracefuse/reduce/op_tree.h"
 #include "tracefuse/reduce/trace_profile.h"
-#include "tracefuse/report/json.h"
+#include "tracefuse/report/output_file.h"
 
 namespace tracefuse {
-
-// StatsJson() describes `profile`: platform and why, GPU, bytes, events per category, kernels,
-// correlation groups and kernel time per category. `elapsed_seconds` is the command's wall
-// time, reported with the throughput it implies.
-Json StatsJson(const TraceProfile& profile, double elapsed_seconds);
 
 // CpuSideStats is what `stats --by-op` adds: how the trace's CPU side reached its op tree
 // (TraceHost::path), the tree's size, and what building it held (TakeOpTree()).
@@ -23,11 +19,17 @@ struct CpuSideStats {
   CpuSideBytes held;
 };
 
-// CpuSideJson() is StatsJson()'s "cpu_side" object: path ("streamed" or "any-order"), the reason
-// for any-order, the events read again, the tree's top-level ops and steps, and `held` by
-// structure ("bytes", with its "total").
-Json CpuSideJson(const TraceProfile& profile, const CpuSideStats& cpu_side);
-// CpuSideText() is the same for StatsText(): lines to append.
+// StatsJson() describes `profile`: platform and why, GPU, bytes, events per category, kernels,
+// correlation groups, kernel time per category, and the GPU timeline with each device's steps.
+// `elapsed_seconds` is the command's wall time, reported with the throughput it implies;
+// `cpu_side`, when not null (--by-op), adds a "cpu_side" object: CpuSideStats and TraceHost::path.
+std::string StatsJson(const TraceProfile& profile, double elapsed_seconds,
+                      const CpuSideStats* cpu_side = nullptr);
+// WriteStatsJson() writes the same to `sink` as it is made: a step at a time.
+absl::Status WriteStatsJson(const TraceProfile& profile, double elapsed_seconds,
+                            const CpuSideStats* cpu_side, OutputFile* sink);
+
+// CpuSideText() is StatsJson()'s "cpu_side" object for StatsText(): lines to append.
 std::string CpuSideText(const TraceProfile& profile, const CpuSideStats& cpu_side);
 
 // TruncationText() says what was dropped from a trace salvaged by --lenient (see
@@ -35,7 +37,7 @@ std::string CpuSideText(const TraceProfile& profile, const CpuSideStats& cpu_sid
 // to byte 4810; dropped 190 bytes, 1 incomplete event". "" for a complete trace.
 std::string TruncationText(const TraceProfile& profile);
 
-// StatsText() is StatsJson() for people: one aligned "key value" line each.
+// StatsText() is StatsJson() for people, without the steps: one aligned "key value" line each.
 std::string StatsText(const TraceProfile& profile, double elapsed_seconds);
 
 }  // namespace tracefuse

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "report/common/formatting.h"
+#include "report/common/gpu_timeline_steps.h"
 #include "report/common/html.h"
 #include "tracefuse/base/strings.h"
 
@@ -106,7 +107,7 @@ std::string IntegrityText(const TraceIntegrity& t) {
       Thousands(t.before_launch), share);
 }
 
-Json GpuTimelineJson(const TraceProfile& p, bool each_step) {
+Json GpuTimelineJson(const TraceProfile& p) {
   const GpuTimeline& t = p.gpu_timeline;
   Json j = Json::object();
   j["path"] = PathName(t.path);
@@ -124,18 +125,6 @@ Json GpuTimelineJson(const TraceProfile& p, bool each_step) {
     device["idle"] = IdleJson(d.idle);
     device["launches"] = LaunchesJson(d.launches);
     device["integrity"] = IntegrityJson(d.integrity);
-    if (each_step) {
-      Json steps = Json::array();
-      for (const StepFigures& s : d.steps) {
-        Json step = Json::object();
-        step["step"] = std::string(t.step_names[t.step_name_of[s.step]]);
-        AddFiguresJson(s.figures, &step);
-        step["idle"] = IdleJson(s.idle);
-        step["integrity"] = IntegrityJson(s.integrity);
-        steps.push_back(std::move(step));
-      }
-      device["steps"] = std::move(steps);
-    }
     devices.push_back(std::move(device));
   }
   j["devices"] = std::move(devices);
@@ -143,6 +132,40 @@ Json GpuTimelineJson(const TraceProfile& p, bool each_step) {
   j["launches"] = LaunchesJson(t.launches);
   j["integrity"] = IntegrityJson(SummedIntegrity(t));
   return j;
+}
+
+absl::Status WriteGpuTimelineJsonWithSteps(const TraceProfile& p, JsonStream* w) {
+  const GpuTimeline& t = p.gpu_timeline;
+  const Json timeline = GpuTimelineJson(p);
+  w->BeginObject();
+  for (const auto& [key, value] : timeline.items()) {
+    if (key != "devices") {
+      w->Field(key, value);
+      continue;
+    }
+    w->Key(key);
+    w->BeginArray();
+    for (size_t i = 0; i < t.devices.size(); ++i) {
+      w->BeginObject();
+      w->Fields(value[i]);
+      w->Key("steps");
+      w->BeginArray();
+      for (const StepFigures& s : t.devices[i].steps) {
+        Json step = Json::object();
+        step["step"] = std::string(t.step_names[t.step_name_of[s.step]]);
+        AddFiguresJson(s.figures, &step);
+        step["idle"] = IdleJson(s.idle);
+        step["integrity"] = IntegrityJson(s.integrity);
+        w->Value(step);
+        if (absl::Status flushed = w->MaybeFlush(); !flushed.ok()) return flushed;
+      }
+      w->EndArray();
+      w->EndObject();
+    }
+    w->EndArray();
+  }
+  w->EndObject();
+  return absl::OkStatus();
 }
 
 Json CollectivesJson(const TraceProfile& p) {

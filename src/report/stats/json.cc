@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "report/common/formatting.h"
+#include "report/common/gpu_timeline_steps.h"
 #include "report/stats/fields.h"
 #include "tracefuse/analyze/fusion.h"
 #include "tracefuse/report/gpu_timeline.h"
@@ -37,44 +38,9 @@ Json StageCpuJson(const StageCpuSeconds& cpu) {
   return j;
 }
 
-}  // namespace
-
-Json StatsJson(const TraceProfile& p, double elapsed) {
-  Json j;
-  j["trace"] = p.path;
-  j["platform"] = std::string(PlatformName(p.platform));
-  j["platform_evidence"] = p.platform_evidence;
-  j["gpu"] = p.gpu;
-  j["bytes"] = p.input_bytes;
-  j["file_bytes"] = p.file_bytes;
-  j["compressed"] = p.compressed;
-  j["events"] = p.events;
-  Json cats = Json::object();
-  for (const auto& [cat, count] : p.event_categories) cats[EventCategoryName(cat)] = count;
-  j["events_by_category"] = cats;
-  j["kernels"] = p.kernel_count;
-  j["kernel_time_us"] = Micros(KernelTimeNs(p));
-  j["distinct_kernel_names"] = p.names.size();
-  j["correlation_groups"] = p.group_size.size();
-  j["correlation_groups_50_plus"] = p.GroupsAtLeast(kDefaultMinGroupSize);
-  j["kernels_without_correlation"] = p.kernels_without_correlation;
-  j["kernels_with_bad_times"] = p.kernels_with_bad_times;
-  j["kernels_without_name"] = p.kernels_without_name;
-  j["truncated"] = nullptr;
-  if (p.truncated) {
-    Json& t = j["truncated"];
-    ForEachTruncationField(*p.truncated,
-                           [&t](const char* key, const auto& value) { t[key] = value; });
-  }
-  j["rule_set"] = p.classifier->rule_set().name();
-  j["categories"] = CategoriesJson(p);
-  j["gpu_timeline"] = GpuTimelineJson(p, /*each_step=*/true);
-  j["elapsed_seconds"] = elapsed;
-  j["gb_per_second"] = GbPerSecond(p, elapsed);
-  j["cpu_seconds"] = StageCpuJson(p.cpu_seconds);
-  return j;
-}
-
+// CpuSideJson() is the "cpu_side" object: path ("streamed" or "any-order"), the reason for
+// any-order, the events read again, the tree's top-level ops and steps, and what building it held
+// by structure ("bytes", with its "total").
 Json CpuSideJson(const TraceProfile& p, const CpuSideStats& c) {
   Json j = Json::object();
   j["path"] = CpuSidePathName(p.host.path);
@@ -87,6 +53,70 @@ Json CpuSideJson(const TraceProfile& p, const CpuSideStats& c) {
   ForEachHeld(c.held, [&](const char* name, uint64_t n) { bytes[name] = n; });
   j["bytes"] = bytes;
   return j;
+}
+
+// StatsJsonTo() writes the whole document to `out`, handing it to `sink` (when not null) as it
+// grows. The fields before the GPU timeline, and those after it, are small trees.
+absl::Status StatsJsonTo(const TraceProfile& p, double elapsed, const CpuSideStats* cpu_side,
+                         OutputFile* sink, std::string* out) {
+  Json head;
+  head["trace"] = p.path;
+  head["platform"] = std::string(PlatformName(p.platform));
+  head["platform_evidence"] = p.platform_evidence;
+  head["gpu"] = p.gpu;
+  head["bytes"] = p.input_bytes;
+  head["file_bytes"] = p.file_bytes;
+  head["compressed"] = p.compressed;
+  head["events"] = p.events;
+  Json cats = Json::object();
+  for (const auto& [cat, count] : p.event_categories) cats[EventCategoryName(cat)] = count;
+  head["events_by_category"] = cats;
+  head["kernels"] = p.kernel_count;
+  head["kernel_time_us"] = Micros(KernelTimeNs(p));
+  head["distinct_kernel_names"] = p.names.size();
+  head["correlation_groups"] = p.group_size.size();
+  head["correlation_groups_50_plus"] = p.GroupsAtLeast(kDefaultMinGroupSize);
+  head["kernels_without_correlation"] = p.kernels_without_correlation;
+  head["kernels_with_bad_times"] = p.kernels_with_bad_times;
+  head["kernels_without_name"] = p.kernels_without_name;
+  head["truncated"] = nullptr;
+  if (p.truncated) {
+    Json& t = head["truncated"];
+    ForEachTruncationField(*p.truncated,
+                           [&t](const char* key, const auto& value) { t[key] = value; });
+  }
+  head["rule_set"] = p.classifier->rule_set().name();
+  head["categories"] = CategoriesJson(p);
+  Json tail;
+  tail["elapsed_seconds"] = elapsed;
+  tail["gb_per_second"] = GbPerSecond(p, elapsed);
+  tail["cpu_seconds"] = StageCpuJson(p.cpu_seconds);
+  if (cpu_side != nullptr) tail["cpu_side"] = CpuSideJson(p, *cpu_side);
+
+  JsonStream w(out, sink);
+  w.BeginObject();
+  w.Fields(head);
+  w.Key("gpu_timeline");
+  if (absl::Status written = WriteGpuTimelineJsonWithSteps(p, &w); !written.ok()) return written;
+  w.Fields(tail);
+  w.EndObject();
+  *out += '\n';
+  return w.MaybeFlush();
+}
+
+}  // namespace
+
+absl::Status WriteStatsJson(const TraceProfile& p, double elapsed, const CpuSideStats* cpu_side,
+                            OutputFile* sink) {
+  std::string out;
+  absl::Status written = StatsJsonTo(p, elapsed, cpu_side, sink, &out);
+  return written.ok() ? sink->Append(out) : written;
+}
+
+std::string StatsJson(const TraceProfile& p, double elapsed, const CpuSideStats* cpu_side) {
+  std::string out;
+  StatsJsonTo(p, elapsed, cpu_side, nullptr, &out).IgnoreError();  // without a sink, nothing fails
+  return out;
 }
 
 }  // namespace tracefuse
