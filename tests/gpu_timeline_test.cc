@@ -380,6 +380,7 @@ struct OracleTimeline {
   // Per device, per step it ran in (as `steps`): the idle split and integrity of its activities.
   std::map<int32_t, std::vector<std::pair<IdleSplit, TraceIntegrity>>> step_idle;
   std::vector<LaunchStats> all_launches;  // over all devices
+  std::vector<CpuOpTime> all_cpu_ops;     // over all devices
 };
 
 // OracleLaunch is a launch as the oracle sees it: the first runtime or driver call of its
@@ -387,7 +388,56 @@ struct OracleTimeline {
 struct OracleLaunch {
   int64_t ts = 0, dur = 0;
   std::string api;
+  std::string thread;  // its pid and tid
 };
+
+// OracleThread() is an event's thread as the oracle names it.
+std::string OracleThread(const nlohmann::json& e) {
+  return e.value("pid", nlohmann::json()).dump() + "\t" + e.value("tid", nlohmann::json()).dump();
+}
+
+// OracleOp is a top-level cpu_op: no other cpu_op of its thread encloses it.
+struct OracleOp {
+  int64_t start = 0, end = 0;
+  std::string name;
+};
+// OracleCpuOps is each thread's top-level cpu_ops by start, and the longest one's length.
+struct OracleCpuOps {
+  std::map<std::string, std::vector<OracleOp>> threads;
+  std::map<std::string, int64_t> longest;
+};
+
+// OracleCpuOpsOf() reads the cpu_ops of positive length with numeric times (ProfilerStep#N ones
+// are steps), and keeps those no other one of their thread encloses (starts at or before it and
+// ends at or after it; of identical ones, the first in the trace).
+OracleCpuOps OracleCpuOpsOf(const nlohmann::json& events) {
+  std::map<std::string, std::vector<OracleOp>> all;
+  for (const nlohmann::json& e : events) {
+    const std::string cat = e.value("cat", "");
+    if (cat != "cpu_op" && cat != "Operator") continue;
+    if (!e.contains("ts") || !e["ts"].is_number() || !e.contains("dur") || !e["dur"].is_number())
+      continue;
+    const std::string name =
+        e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+    if (absl::StartsWith(name, "ProfilerStep#") || Nanos(e["dur"]) <= 0) continue;
+    all[OracleThread(e)].push_back(
+        OracleOp{Nanos(e["ts"]), Nanos(e["ts"]) + Nanos(e["dur"]), name});
+  }
+  OracleCpuOps out;
+  for (auto& [thread, ops] : all) {
+    std::stable_sort(ops.begin(), ops.end(), [](const OracleOp& a, const OracleOp& b) {
+      return a.start != b.start ? a.start < b.start : a.end > b.end;
+    });
+    int64_t furthest = INT64_MIN;
+    for (const OracleOp& op : ops) {
+      if (op.end <= furthest) continue;
+      furthest = op.end;
+      out.threads[thread].push_back(op);
+      out.longest[thread] = std::max(out.longest[thread], op.end - op.start);
+    }
+  }
+  return out;
+}
 
 // OracleStart is an activity as the idle split sees it: start, end, correlation id (if any).
 struct OracleStart {
@@ -411,7 +461,8 @@ std::map<int64_t, OracleLaunch> OracleLaunches(const nlohmann::json& events) {
         e["args"]["correlation"].get<int64_t>(),
         OracleLaunch{
             Nanos(e["ts"]), std::max<int64_t>(dur, 0),
-            e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : ""});
+            e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "",
+            OracleThread(e)});
   }
   return launches;
 }
@@ -427,35 +478,68 @@ Quantiles OracleQuantiles(std::vector<int64_t> values) {
 }
 
 // OracleIdle() is the definition of IdleSplit (gpu_timeline.h) read literally: the gaps between
-// the union of a device's activities, each split by the launch that ended first among those of
-// the activities starting at its end.
+// the union of a device's activities, each split by the launch that ended first (the lowest id of
+// those) among those of the activities starting at its end; its cpu_ops, the top-level cpu_ops of
+// that launch's thread by their time inside each gap's cpu_wait part.
+// AddOracleCpuOps() adds the time each top-level cpu_op of `thread` spends in [g0, c).
+void AddOracleCpuOps(const OracleCpuOps& cpu, const std::string& thread, int64_t g0, int64_t c,
+                     std::map<std::string, int64_t>* op_times) {
+  auto ops = cpu.threads.find(thread);
+  if (ops == cpu.threads.end()) return;
+  // Those that start after g0 - the longest op, and before c.
+  auto op = std::lower_bound(ops->second.begin(), ops->second.end(), g0 - cpu.longest.at(thread),
+                             [](const OracleOp& o, int64_t t) { return o.start < t; });
+  for (; op != ops->second.end() && op->start < c; ++op) {
+    const int64_t overlap = std::min(op->end, c) - std::max(op->start, g0);
+    if (overlap > 0) (*op_times)[op->name] += overlap;
+  }
+}
+
+// OracleTopOps() is the kCpuOpsListed ops of most time, by time then name.
+std::vector<CpuOpTime> OracleTopOps(const std::map<std::string, int64_t>& op_times) {
+  std::vector<CpuOpTime> top;
+  for (const auto& [name, ns] : op_times) top.push_back(CpuOpTime{name, ns});
+  std::stable_sort(top.begin(), top.end(),
+                   [](const CpuOpTime& a, const CpuOpTime& b) { return a.ns > b.ns; });
+  if (top.size() > kCpuOpsListed) top.resize(kCpuOpsListed);
+  return top;
+}
+
+// `all_op_times`, when given, gets each op's time added.
 IdleSplit OracleIdle(std::vector<OracleStart> activities,
-                     const std::map<int64_t, OracleLaunch>& launches) {
+                     const std::map<int64_t, OracleLaunch>& launches, const OracleCpuOps& cpu,
+                     std::map<std::string, int64_t>* all_op_times = nullptr) {
   std::sort(activities.begin(), activities.end(),
             [](const OracleStart& a, const OracleStart& b) { return a.start < b.start; });
   IdleSplit idle;
+  std::map<std::string, int64_t> op_times;
   int64_t busy_end = activities.empty() ? 0 : activities[0].end;
   for (size_t i = 1; i < activities.size(); ++i) {
     const int64_t g0 = busy_end, g1 = activities[i].start;
     if (g1 > g0) {
-      std::optional<int64_t> e;
+      std::optional<std::pair<int64_t, int64_t>> e;  // the launch's end, and its id
       for (size_t j = i; j < activities.size() && activities[j].start == g1; ++j) {
         if (!activities[j].correlation) continue;
         auto l = launches.find(*activities[j].correlation);
         if (l == launches.end()) continue;
-        const int64_t end = l->second.ts + l->second.dur;
+        const std::pair end(l->second.ts + l->second.dur, l->first);
         e = e ? std::min(*e, end) : end;
       }
       ++idle.gaps;
       if (!e) {
         idle.unattributed_ns += g1 - g0;
       } else {
-        const int64_t c = std::clamp(*e, g0, g1);
+        const int64_t c = std::clamp(e->first, g0, g1);
         idle.cpu_wait_ns += c - g0;
         idle.launch_latency_ns += g1 - c;
+        AddOracleCpuOps(cpu, launches.at(e->second).thread, g0, c, &op_times);
       }
     }
     busy_end = std::max(busy_end, activities[i].end);
+  }
+  idle.cpu_ops = OracleTopOps(op_times);
+  if (all_op_times != nullptr) {
+    for (const auto& [name, ns] : op_times) (*all_op_times)[name] += ns;
   }
   return idle;
 }
@@ -623,19 +707,22 @@ OracleTimeline OracleOfTrace(const std::string& path, const TraceProfile& profil
   OracleTimeline out;
   for (const auto& [device, activities] : devices) out.devices[device] = Oracle(activities);
   const std::map<int64_t, OracleLaunch> launches = OracleLaunches(events);
+  const OracleCpuOps cpu = OracleCpuOpsOf(events);
   std::vector<const std::vector<OracleStart>*> all_devices;
+  std::map<std::string, int64_t> all_op_times;
   for (const auto& [device, starts] : device_starts) {
-    out.idle[device] = OracleIdle(starts, launches);
+    out.idle[device] = OracleIdle(starts, launches, cpu, &all_op_times);
     out.launches[device] = OracleLaunchStats({&starts}, launches);
     out.integrity[device] = OracleIntegrity(starts, launches);
     all_devices.push_back(&starts);
   }
   out.all_launches = OracleLaunchStats(all_devices, launches);
+  out.all_cpu_ops = OracleTopOps(all_op_times);
   for (const auto& [device, by_step] : device_steps) {
     for (const auto& [step, activities] : by_step) {
       out.steps[device].emplace_back(steps[step].first, Oracle(activities));
       const std::vector<OracleStart>& starts = device_step_starts[device][step];
-      out.step_idle[device].emplace_back(OracleIdle(starts, launches),
+      out.step_idle[device].emplace_back(OracleIdle(starts, launches, cpu),
                                          OracleIntegrity(starts, launches));
     }
   }
@@ -646,23 +733,35 @@ std::shared_ptr<const Classifier> TracefuseRules() {
   return *Classifier::Create(*RuleSet::Load("tracefuse"));
 }
 
+// `host_activity`: read the CPU side too, and with it the idle splits' cpu_ops.
 TraceProfile ProfileOf(const std::string& path, int threads, size_t chunk_bytes,
-                       bool step_figures = true) {
+                       bool step_figures = true, bool host_activity = false) {
   PipelineOptions o;
   o.threads = threads;
   o.chunk_bytes = chunk_bytes;
   o.step_figures = step_figures;
+  o.host_activity = host_activity;
   auto profiles = ProfileTraces({path}, TracefuseRules(), o);
   EXPECT_TRUE(profiles.ok()) << profiles.status();
   return profiles.ok() ? std::move(profiles->front()) : TraceProfile();
 }
 
+void ExpectSameCpuOps(const std::vector<CpuOpTime>& want, const std::vector<CpuOpTime>& got) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].op, want[i].op) << i;
+    EXPECT_EQ(got[i].ns, want[i].ns) << got[i].op;
+  }
+}
+
+// ExpectSameIdle() compares the cpu_ops where the CPU side was read (`got` has them).
 void ExpectSameIdle(const IdleSplit& want, const IdleSplit& got, int64_t idle_ns) {
   EXPECT_EQ(got.cpu_wait_ns, want.cpu_wait_ns);
   EXPECT_EQ(got.launch_latency_ns, want.launch_latency_ns);
   EXPECT_EQ(got.unattributed_ns, want.unattributed_ns);
   EXPECT_EQ(got.gaps, want.gaps);
   EXPECT_EQ(got.cpu_wait_ns + got.launch_latency_ns + got.unattributed_ns, idle_ns);
+  if (got.cpu_ops) ExpectSameCpuOps(*want.cpu_ops, *got.cpu_ops);
 }
 
 void ExpectSameIntegrity(const TraceIntegrity& want, const TraceIntegrity& got) {
@@ -735,6 +834,12 @@ void ExpectOracle(const std::string& path, const TraceProfile& p) {
     SCOPED_TRACE("launches over all devices");
     ExpectSameLaunches(oracle.all_launches, p.gpu_timeline.launches);
   }
+  EXPECT_EQ(p.gpu_timeline.cpu_ops.has_value(), p.host.path != CpuSidePath::kNotRead);
+  if (p.gpu_timeline.cpu_ops) {
+    SCOPED_TRACE("cpu ops over all devices");
+    ExpectSameCpuOps(oracle.all_cpu_ops, *p.gpu_timeline.cpu_ops);
+  }
+  EXPECT_TRUE(p.gpu_timeline.cpu_wait_spans.empty());
   for (size_t i = 0; i < want_spans.size(); ++i) {
     SCOPED_TRACE("step " + std::to_string(i));
     EXPECT_EQ(p.gpu_timeline.steps[i].ran_activities(), want_spans[i].ran_activities());
@@ -795,7 +900,7 @@ TEST(GpuTimeline, GeneratedTracesEqualTheOracle) {
           std::tuple{7, size_t{64} << 10}}) {
       SCOPED_TRACE(std::string(layout) + " threads " + std::to_string(threads) + " chunk " +
                    std::to_string(chunk));
-      const TraceProfile p = ProfileOf(path, threads, chunk);
+      const TraceProfile p = ProfileOf(path, threads, chunk, true, /*host_activity=*/threads == 2);
       EXPECT_EQ(p.gpu_timeline.path, GpuTimelinePath::kStreamed);
       ASSERT_EQ(p.gpu_timeline.devices.size(), 1u);
       EXPECT_GT(p.gpu_timeline.devices[0].figures.memcpy_ns, 0);
@@ -808,7 +913,7 @@ TEST(GpuTimeline, GeneratedTracesEqualTheOracle) {
   const std::string shuffled =
       ShuffleGpuEvents(dir.path() + "/kineto.json", dir.path() + "/shuffled.json", 5);
   for (int threads : {1, 7}) {
-    const TraceProfile p = ProfileOf(shuffled, threads, size_t{64} << 10);
+    const TraceProfile p = ProfileOf(shuffled, threads, size_t{64} << 10, true, threads == 7);
     EXPECT_EQ(p.gpu_timeline.path, GpuTimelinePath::kCollected);
     EXPECT_TRUE(absl::StartsWith(p.gpu_timeline.collected_reason,
                                  "device 0's events are out of start order near byte "))
@@ -982,6 +1087,56 @@ TEST(GpuTimeline, CraftedStepsEqualTheOracle) {
   EXPECT_EQ(p.gpu_timeline.devices[0].steps.size(), 2u);
 }
 
+// What the CPU ran while the GPU waited: the top-level cpu_ops of the waited-for launch's thread
+// (not those nested in them, of no length, of other threads, or the 2021-era ProfilerStep#N op),
+// through an op that a later one of the same start encloses, ops written out of order, and two
+// launches that end together (the lower id's thread counts).
+TEST(GpuTimeline, CpuOpsOfTheWaitedForLaunchsThread) {
+  testing::TempDir dir;
+  const std::string path = dir.File("cpu_ops.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "ts": 100, "dur": 10, "args": {"device": 0, "stream": 7, "correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 50, "dur": 10, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 100, "dur": 65},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 120, "dur": 40},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 150, "dur": 20, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 165, "dur": 15},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 170, "dur": 0},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "ts": 200, "dur": 10, "args": {"device": 0, "stream": 7, "correlation": 2}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::to", "pid": 1, "tid": 2, "ts": 200, "dur": 30},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "pid": 1, "tid": 2, "ts": 200, "dur": 50},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::cat", "pid": 1, "tid": 2, "ts": 195, "dur": 10},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 240, "dur": 20, "args": {"correlation": 3}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 250, "dur": 10, "args": {"correlation": 4}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 2, "ts": 255, "dur": 25},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::sub", "pid": 1, "tid": 1, "ts": 210, "dur": 50},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "ts": 300, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 3}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "ts": 300, "dur": 2, "args": {"device": 0, "stream": 8, "correlation": 4}}
+  ]})");
+  // Gap [110, 200) waits for launch 2 (thread 1) until 170: aten::linear 55 us, aten::add 5.
+  // Gap [210, 300) waits for launch 3 (thread 2, ending with launch 4) until 260: aten::copy_
+  // [200, 250) 40 us, aten::mul 5; aten::cat ends before, aten::sub is thread 1's.
+  const std::vector<CpuOpTime> want = {
+      {"aten::linear", 55000}, {"aten::copy_", 40000}, {"aten::add", 5000}, {"aten::mul", 5000}};
+  for (const auto& [threads, chunk] :
+       {std::tuple{1, size_t{2} << 20}, std::tuple{2, size_t{512}}}) {
+    SCOPED_TRACE(StrCat("threads ", threads, " chunk ", chunk));
+    const TraceProfile p = ProfileOf(path, threads, chunk, true, /*host_activity=*/true);
+    ExpectOracle(path, p);
+    ASSERT_EQ(p.gpu_timeline.devices.size(), 1u);
+    const DeviceTimeline& d = p.gpu_timeline.devices[0];
+    EXPECT_EQ(d.idle.cpu_wait_ns, 110000);
+    ASSERT_TRUE(d.idle.cpu_ops);
+    ExpectSameCpuOps(want, *d.idle.cpu_ops);
+    ExpectSameCpuOps(want, *p.gpu_timeline.cpu_ops);
+    ASSERT_EQ(d.steps.size(), 1u);
+    ExpectSameCpuOps(want, *d.steps[0].idle.cpu_ops);
+  }
+  const TraceProfile p = ProfileOf(path, 1, size_t{2} << 20);
+  EXPECT_FALSE(p.gpu_timeline.devices[0].idle.cpu_ops);
+  EXPECT_FALSE(p.gpu_timeline.cpu_ops);
+}
+
 // Every real trace of ../shared, at two thread counts and chunk sizes.
 TEST(GpuTimeline, RealTracesEqualTheOracle) {
   TRACEFUSE_REQUIRE_SHARED();
@@ -991,21 +1146,23 @@ TEST(GpuTimeline, RealTracesEqualTheOracle) {
     traces.push_back(pair + "/trace1.json.gz");
     traces.push_back(pair + "/trace2.json.gz");
   }
-  int collected = 0, with_steps = 0;
+  int collected = 0, with_steps = 0, with_cpu_ops = 0;
   for (const std::string& path : traces) {
     if (path.find("rocprof") != std::string::npos) continue;  // not a Kineto trace
     for (const auto& [threads, chunk] :
          {std::tuple{1, size_t{2} << 20}, std::tuple{7, size_t{64} << 10}}) {
       SCOPED_TRACE(path + " threads " + std::to_string(threads));
-      const TraceProfile p = ProfileOf(path, threads, chunk);
+      const TraceProfile p = ProfileOf(path, threads, chunk, true, /*host_activity=*/threads == 7);
       ExpectOracle(path, p);
       ExpectSameStepSpans(p, ProfileOf(path, threads, chunk, /*step_figures=*/false));
       collected += p.gpu_timeline.path == GpuTimelinePath::kCollected;
+      if (p.gpu_timeline.cpu_ops && !p.gpu_timeline.cpu_ops->empty()) ++with_cpu_ops;
       with_steps += !p.gpu_timeline.steps.empty();
     }
   }
   EXPECT_GT(collected, 0);        // the traces whose events are out of order took the other path
   EXPECT_GE(with_steps, 2 * 10);  // ten of ../shared's real traces have steps
+  EXPECT_GE(with_cpu_ops, 10);    // most have cpu_ops around their launches
 }
 
 // From a pipe, which cannot be read twice, the activities are collected from the start.
@@ -1055,7 +1212,7 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
     for (int64_t c = 100; c <= correlation; ++c) {
       if (rng() % 8 == 0) continue;  // no launch in the trace
       launches[c] = OracleLaunch{static_cast<int64_t>(rng() % (many ? 3000 : 2000)) - 100,
-                                 static_cast<int64_t>(rng() % longest_call), apis[rng() % 3]};
+                                 static_cast<int64_t>(rng() % longest_call), apis[rng() % 3], ""};
     }
     // Chunks: activities by start, a chunk per five; each launch within three chunks of its
     // first activity (or anywhere, when it has none).
@@ -1115,7 +1272,7 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
         busy += std::max<int64_t>(0, a.end - std::max(a.start, end));
         end = std::max(end, a.end);
       }
-      ExpectSameIdle(OracleIdle(starts, launches), d.idle, last - first - busy);
+      ExpectSameIdle(OracleIdle(starts, launches, OracleCpuOps()), d.idle, last - first - busy);
       ExpectSameLaunches(OracleLaunchStats({&starts}, launches), d.launches);
       ExpectSameIntegrity(OracleIntegrity(starts, launches), d.integrity);
     }

@@ -456,6 +456,9 @@ class TraceRun {
         }),
         pool_(options.chunk_bytes) {}
 
+  // RecordCpuWaits() has the reducer keep the cpu_wait part of each gap (TraceReducer's).
+  void RecordCpuWaits() { reducer_.RecordCpuWaits(); }
+
   absl::StatusOr<TraceProfile> Run(std::chrono::steady_clock::time_point started) {
     while (true) {
       absl::Status pass = RunPass();
@@ -616,6 +619,7 @@ absl::Status ReadGpuTimelineAgain(const std::string& path,
   if (!bytes.ok()) return bytes.status();
   TraceRun run(path, std::move(*bytes), std::move(classifier), again, threads, nullptr, 0, 0,
                GpuTimelineReading::kCollect);
+  if (options.host_activity) run.RecordCpuWaits();  // the first pass read the CPU side
   absl::StatusOr<TraceProfile> whole = run.Run(std::chrono::steady_clock::now());
   if (!whole.ok()) return whole.status();
   GpuTimeline& timeline = profile->gpu_timeline;
@@ -625,6 +629,7 @@ absl::Status ReadGpuTimelineAgain(const std::string& path,
   timeline.steps = std::move(whole->gpu_timeline.steps);
   timeline.step_names = std::move(whole->gpu_timeline.step_names);
   timeline.step_name_of = std::move(whole->gpu_timeline.step_name_of);
+  timeline.cpu_wait_spans = std::move(whole->gpu_timeline.cpu_wait_spans);
   timeline.path = GpuTimelinePath::kCollected;
   return absl::OkStatus();
 }
@@ -701,6 +706,10 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
   if (profile->gpu_timeline.path == GpuTimelinePath::kReadAgain) {
     absl::Status again = ReadGpuTimelineAgain(path, classifier, options, threads, &*profile);
     if (!again.ok()) return again;
+  }
+  if (profile->cpu_ops_by_thread != nullptr) {  // the GPU timeline is complete
+    AttributeCpuWaits(profile->cpu_ops_by_thread.get(), &profile->gpu_timeline);
+    profile->cpu_ops_by_thread.reset();
   }
   if (options.classify_by_launching_op) {
     absl::StatusOr<bool> by_op = ClassifyByLaunchingOps(path, options, threads, &*profile);

@@ -149,15 +149,19 @@ int64_t StreamEnds::Overlap(int32_t stream, int64_t start_ns, int64_t end_ns) {
 }
 
 void StepTimeline::StepIdle::Add(int64_t start_ns, int64_t end_ns, int32_t stream,
-                                 int64_t launch_start_ns, int64_t launch_end_ns) {
+                                 int64_t launch_start_ns, int64_t launch_end_ns,
+                                 int64_t correlation) {
   if (gap_open_ && start_ns > gap_end_ns_) Close();
   if (any_ && start_ns > busy_end_ns_) {
     gap_open_ = true;
     gap_start_ns_ = busy_end_ns_;
     gap_end_ns_ = start_ns;
     gap_launch_end_ns_ = launch_end_ns;
-  } else if (gap_open_) {  // starts at the gap's end too
-    gap_launch_end_ns_ = std::min(gap_launch_end_ns_, launch_end_ns);
+    gap_launch_ = correlation;
+  } else if (gap_open_ &&
+             std::pair(launch_end_ns, correlation) < std::pair(gap_launch_end_ns_, gap_launch_)) {
+    gap_launch_end_ns_ = launch_end_ns;  // starts at the gap's end too, and was launched first
+    gap_launch_ = correlation;
   }
   busy_end_ns_ = any_ ? std::max(busy_end_ns_, end_ns) : end_ns;
   any_ = true;
@@ -180,6 +184,9 @@ void StepTimeline::StepIdle::Close() {
   const int64_t e = std::clamp(gap_launch_end_ns_, gap_start_ns_, gap_end_ns_);
   idle_.cpu_wait_ns += e - gap_start_ns_;
   idle_.launch_latency_ns += gap_end_ns_ - e;
+  if (cpu_waits_ != nullptr && e > gap_start_ns_) {
+    cpu_waits_->push_back(CpuWaitSpan{gap_launch_, gap_start_ns_, e, device_, step_});
+  }
 }
 
 bool StepTimeline::AddIdle(StepSweep* sweep, int64_t start_ns, int64_t end_ns, int32_t stream,
@@ -187,7 +194,7 @@ bool StepTimeline::AddIdle(StepSweep* sweep, int64_t start_ns, int64_t end_ns, i
   if (!keep_figures_ || launches_ == nullptr) return true;
   int64_t launch_start_ns = 0, launch_end_ns = 0;
   if (!launches_->FindLaunch(correlation, &launch_start_ns, &launch_end_ns)) return false;
-  sweep->idle.Add(start_ns, end_ns, stream, launch_start_ns, launch_end_ns);
+  sweep->idle.Add(start_ns, end_ns, stream, launch_start_ns, launch_end_ns, correlation);
   return true;
 }
 
@@ -374,7 +381,8 @@ bool StepTimeline::AddRun(const LaunchRun& run, const DeviceSweep* run_sweep,
     if (!launches_->FindLaunch(first.correlation, &launch_start_ns, &launch_end_ns)) return false;
     for (uint32_t i = run.begin; i < run.end; ++i) {
       const GpuActivity& a = activities[i];
-      sweep->idle.Add(a.start_ns, a.end_ns, a.stream, launch_start_ns, launch_end_ns);
+      sweep->idle.Add(a.start_ns, a.end_ns, a.stream, launch_start_ns, launch_end_ns,
+                      first.correlation);
     }
   }
   if (run_sweep != nullptr && sweep->sweep.Append(*run_sweep)) return true;
@@ -484,7 +492,7 @@ StepTimeline::StepSweep* StepTimeline::OpenSweep(Device* d, uint32_t step) {
                          [](const auto& a, const auto& b) { return a.first < b.first; });
     Close(d, static_cast<size_t>(lowest - d->open.begin()));
   }
-  d->open.emplace_back(step, StepSweep());
+  d->open.emplace_back(step, StepSweep{DeviceSweep(), StepIdle(cpu_waits_, d->device, step)});
   return &d->open.back().second;
 }
 

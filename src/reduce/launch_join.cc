@@ -72,7 +72,7 @@ bool LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
       }
       const bool open = d.open_id == w.gap;
       Gap& gap = open ? d.open : gaps_.find(w.gap)->second;
-      gap.first_launch_end_ns = std::min(gap.first_launch_end_ns, l.ts_ns + l.dur_ns);
+      gap.TakeLaunch(l.ts_ns + l.dur_ns, l.correlation);
       if (--gap.unknown == 0 && !open) {
         Settle(gap, &d.idle);
         gaps_.erase(w.gap);
@@ -181,9 +181,7 @@ bool LaunchJoin::AddActivity(int32_t device, int64_t start_ns, int64_t end_ns, i
   if (correlation == kNoCorrelation) return true;
   if (correlation == d.last_counted) {  // the next activity of a launch (a graph replay's kernel)
     BeforeLaunch(&d, start_ns, end_ns - start_ns, d.last_counted_start_ns);
-    if (candidate) {
-      d.open.first_launch_end_ns = std::min(d.open.first_launch_end_ns, d.last_counted_end_ns);
-    }
+    if (candidate) d.open.TakeLaunch(d.last_counted_end_ns, correlation);
     return true;
   }
   KnownLaunch* launch = Find(correlation);
@@ -202,7 +200,7 @@ bool LaunchJoin::AddActivity(int32_t device, int64_t start_ns, int64_t end_ns, i
   d.last_counted = correlation;
   d.last_counted_start_ns = launch_start_ns;
   d.last_counted_end_ns = launch->end_ns;
-  if (candidate) d.open.first_launch_end_ns = std::min(d.open.first_launch_end_ns, launch->end_ns);
+  if (candidate) d.open.TakeLaunch(launch->end_ns, correlation);
   return true;
 }
 
@@ -224,6 +222,9 @@ void LaunchJoin::Settle(const Gap& gap, IdleSplit* idle) {
     const int64_t e = std::clamp(gap.first_launch_end_ns, gap.start_ns, gap.end_ns);
     idle->cpu_wait_ns += e - gap.start_ns;
     idle->launch_latency_ns += gap.end_ns - e;
+    if (cpu_waits_ != nullptr && e > gap.start_ns) {
+      cpu_waits_->push_back(CpuWaitSpan{gap.first_launch, gap.start_ns, e, gap.device});
+    }
   }
 }
 

@@ -65,6 +65,10 @@ TraceReducer::TraceReducer(std::shared_ptr<const Classifier> classifier, bool ke
     profile_.gpu_timeline.collected_reason = "the input cannot be read twice";
   }
   profile_.host.launch_sites = launch_sites;
+  if (cpu_side != CpuSideReading::kSkip) {
+    profile_.cpu_ops_by_thread = std::make_shared<CpuOpsByThread>();
+    RecordCpuWaits();
+  }
   switch (cpu_side) {
     case CpuSideReading::kSkip:
       break;
@@ -461,6 +465,7 @@ void TraceReducer::ReadGpuTimelineAgain(std::string reason) {
   step_timeline_ = StepTimeline(StepTimeline::kStreamedOpenSteps, step_figures_, &launch_join_);
   launch_join_ = LaunchJoin();
   timeline.collectives = {};
+  timeline.cpu_wait_spans = {};  // the pass that reads it again records its own
 }
 
 bool TraceReducer::SweepEach(const ChunkSummary& summary, int32_t device, DeviceSweep* sweep) {
@@ -517,6 +522,10 @@ void TraceReducer::FinishCollectedGpuTimeline(const std::vector<bool>& communica
   launches.AddLaunches(collected_launches_, collected_launch_apis_);
   // Every launch is known before the first activity, and no step closes early.
   StepTimeline steps(SIZE_MAX, step_figures_, &launches);
+  if (record_cpu_waits_) {
+    launches.RecordCpuWaits(&timeline.cpu_wait_spans);
+    steps.RecordCpuWaits(&timeline.cpu_wait_spans);
+  }
   for (const StepAnnotation& s : collected_steps_) {
     steps.AddStep(collected_step_names_[s.name], s.ts_ns, s.ts_ns + s.dur_ns);
   }
@@ -561,7 +570,14 @@ void InternAll(const InternedStrings& table, StringMap<uint32_t>* ids,
 
 }  // namespace
 
+void TraceReducer::RecordCpuWaits() {
+  record_cpu_waits_ = true;
+  launch_join_.RecordCpuWaits(&profile_.gpu_timeline.cpu_wait_spans);
+  step_timeline_.RecordCpuWaits(&profile_.gpu_timeline.cpu_wait_spans);
+}
+
 void TraceReducer::ConsumeHost(const ParsedChunk& chunk, uint64_t first_position) {
+  if (profile_.cpu_ops_by_thread != nullptr) profile_.cpu_ops_by_thread->Consume(chunk.host);
   switch (cpu_side_) {
     case CpuSideReading::kSkip:
       return;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -86,17 +87,40 @@ class DeviceSweep {
   int64_t end_[kKinds] = {};  // the furthest end of each kind so far (at_ or before: none open)
 };
 
+// CpuOpTime is how long a CPU op overlapped the cpu_wait parts of gaps (IdleSplit).
+struct CpuOpTime {
+  std::string op;
+  int64_t ns = 0;
+};
+inline constexpr size_t kCpuOpsListed = 5;
+
+// CpuWaitSpan is the cpu_wait part of a gap, [start_ns, end_ns) (not empty), on `device`, in
+// `step` (an index into GpuTimeline::steps) or for the device's own split (kDeviceSplit), with
+// the correlation id of the launch it waited for: where AttributeCpuWaits() (cpu_wait_ops.h) looks
+// for the CPU ops that ran meanwhile. 32 bytes; recorded only while the CPU side is read.
+inline constexpr uint32_t kDeviceSplit = UINT32_MAX;
+struct CpuWaitSpan {
+  int64_t launch_correlation = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  int32_t device = 0;
+  uint32_t step = kDeviceSplit;
+};
+
 // IdleSplit is why a device was idle: each gap [g0, g1) of its span (a maximal interval with no
 // activity running) goes by the launch L of the activity K that starts at g1 (of several, the one
 // whose launch ended first; for a graph replay's kernels, the graph launch), with e = L's end:
 // clamp(e, g0, g1) - g0 is cpu_wait (the launch had not returned yet), the rest launch_latency
 // (it had, and the work had not started); a gap whose K has no launch in the trace is
-// unattributed. The three sum to GpuTimeFigures::idle_ns().
+// unattributed. The three sum to GpuTimeFigures::idle_ns(). Of several launches that end
+// together, L is the one of the lowest correlation id.
 struct IdleSplit {
   int64_t cpu_wait_ns = 0;
   int64_t launch_latency_ns = 0;
   int64_t unattributed_ns = 0;
   uint64_t gaps = 0;
+  // What the CPU ran while the GPU waited on it (cpu_wait_ops.h): the top kCpuOpsListed by time,
+  // then name; none when the CPU side was not read (PipelineOptions::host_activity).
+  std::optional<std::vector<CpuOpTime>> cpu_ops;
 };
 
 // Quantiles of a set of nanosecond values, by nearest rank: the ceil(q * n)-th smallest.
@@ -280,6 +304,9 @@ class StepTimeline {
   // step or at or before a launch already seen, or no step came before the first launch or
   // activity (a late step could own them).
   bool AddStep(std::string_view name, int64_t start_ns, int64_t end_ns);
+  // RecordCpuWaits() has each step's split, from now on, add the cpu_wait part of each of its
+  // gaps to `cpu_waits`.
+  void RecordCpuWaits(std::vector<CpuWaitSpan>* cpu_waits) { cpu_waits_ = cpu_waits; }
   // measuring() is false once the trace is known to have no steps before its launches.
   bool measuring() const { return state_ != State::kNoSteps; }
   // AddLaunch() takes a launch; a second launch of one correlation id is ignored. False when an
@@ -321,16 +348,22 @@ class StepTimeline {
   // still start at its end.
   class StepIdle {
    public:
+    // `cpu_waits`, when not null, gets the cpu_wait part of each gap, as of `device` and `step`.
+    StepIdle(std::vector<CpuWaitSpan>* cpu_waits, int32_t device, uint32_t step)
+        : cpu_waits_(cpu_waits), device_(device), step_(step) {}
     void Add(int64_t start_ns, int64_t end_ns, int32_t stream, int64_t launch_start_ns,
-             int64_t launch_end_ns);
+             int64_t launch_end_ns, int64_t correlation);
     void Close();
     const IdleSplit& idle() const { return idle_; }
     const TraceIntegrity& integrity() const { return integrity_; }
 
    private:
+    std::vector<CpuWaitSpan>* cpu_waits_;
+    int32_t device_;
+    uint32_t step_;
     bool any_ = false, gap_open_ = false;
     int64_t busy_end_ns_ = 0;
-    int64_t gap_start_ns_ = 0, gap_end_ns_ = 0, gap_launch_end_ns_ = 0;
+    int64_t gap_start_ns_ = 0, gap_end_ns_ = 0, gap_launch_end_ns_ = 0, gap_launch_ = 0;
     IdleSplit idle_;
     TraceIntegrity integrity_;
     StreamEnds streams_;
@@ -339,6 +372,7 @@ class StepTimeline {
     DeviceSweep sweep;
     StepIdle idle;
   };
+  std::vector<CpuWaitSpan>* cpu_waits_ = nullptr;
   struct Device {
     int32_t device = 0;
     bool any = false;
@@ -422,6 +456,11 @@ struct GpuTimeline {
   std::vector<DeviceTimeline> devices;
   // The launches per API over all devices, by API name (a launch counts once per device).
   std::vector<LaunchStats> launches;
+  // What the CPU ran while the GPUs waited on it, over all devices (IdleSplit::cpu_ops).
+  std::optional<std::vector<CpuOpTime>> cpu_ops;
+  // The cpu_wait parts of the gaps, devices' and steps', while the CPU side is read: kept until
+  // AttributeCpuWaits() finds the CPU ops that ran in them.
+  std::vector<CpuWaitSpan> cpu_wait_spans;
   // The communication kernels, by device and start: 24 bytes each, as many as the collectives.
   std::vector<Collective> collectives;
   // Kernel, memcpy and memset events left out: ts or dur missing or not a number, or dur < 0.

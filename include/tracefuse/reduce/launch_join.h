@@ -49,6 +49,9 @@ class LaunchJoin : public LaunchTimes {
   bool AddActivity(int32_t device, int64_t start_ns, int64_t end_ns, int64_t correlation,
                    int32_t stream);
   bool FindLaunch(int64_t correlation, int64_t* start_ns, int64_t* end_ns) override;
+  // RecordCpuWaits() has each device's split, from now on, add the cpu_wait part of each of its
+  // gaps to `cpu_waits`.
+  void RecordCpuWaits(std::vector<CpuWaitSpan>* cpu_waits) { cpu_waits_ = cpu_waits; }
   // waiting() is how many gaps and first activities wait for their launches.
   size_t waiting() const { return waiting_count_; }
   // Finish() settles what still waits (its launch is not in the trace) and gives each device of
@@ -69,8 +72,17 @@ class LaunchJoin : public LaunchTimes {
   struct Gap {
     int32_t device = 0;
     int64_t start_ns = 0, end_ns = 0;
-    int64_t first_launch_end_ns = INT64_MAX;  // of the launches known so far
-    uint32_t unknown = 0;                     // candidates whose launch has not come yet
+    // Of the launches known so far, the one that ended first (of those, the lowest id).
+    int64_t first_launch_end_ns = INT64_MAX;
+    int64_t first_launch = 0;
+    uint32_t unknown = 0;  // candidates whose launch has not come yet
+
+    void TakeLaunch(int64_t end_ns, int64_t correlation) {
+      if (std::pair(end_ns, correlation) < std::pair(first_launch_end_ns, first_launch)) {
+        first_launch_end_ns = end_ns;
+        first_launch = correlation;
+      }
+    }
   };
   // What waits for the launch of one correlation id: a gap (`gap`), or an activity on `device`
   // (starting at `start_ns`, lasting `dur_ns`): the launch's first there, or a later one, which
@@ -136,7 +148,7 @@ class LaunchJoin : public LaunchTimes {
   bool Counted(KnownLaunch* launch, int64_t correlation, int32_t device);
   void Count(Device* d, const KnownLaunch& launch, int64_t start_ns);
   // Settle() adds a complete gap with no launch left to come to `idle`, its device's split.
-  static void Settle(const Gap& gap, IdleSplit* idle);
+  void Settle(const Gap& gap, IdleSplit* idle);
   void Wait(int64_t correlation, Waiter waiter);
   // GiveUp() settles what waits for the launch of `correlation` as having none.
   void GiveUp(int64_t correlation);
@@ -148,6 +160,7 @@ class LaunchJoin : public LaunchTimes {
   void Close(Device* d);
 
   uint32_t chunk_ = 0;
+  std::vector<CpuWaitSpan>* cpu_waits_ = nullptr;
   std::vector<std::string> apis_;
   StringMap<uint32_t> api_ids_;
   std::vector<uint32_t> chunk_api_;  // AddLaunches()'s scratch: chunk's api index -> apis_

@@ -24,6 +24,7 @@
 #include "tracefuse/base/strings.h"
 #include "tracefuse/classify/classifier.h"
 #include "tracefuse/parse/chunk_parser.h"
+#include "tracefuse/reduce/cpu_wait_ops.h"
 #include "tracefuse/reduce/gpu_timeline.h"
 #include "tracefuse/reduce/launch_join.h"
 
@@ -318,6 +319,10 @@ struct TraceProfile {
   std::vector<uint32_t> group_size;
   TraceHost host;
   GpuTimeline gpu_timeline;
+  // While the CPU side is read: its top-level ops per thread and each launch's thread, until
+  // AttributeCpuWaits() gives the idle splits their cpu_ops (the pipeline does, once the GPU
+  // timeline is complete).
+  std::shared_ptr<CpuOpsByThread> cpu_ops_by_thread;
 
   ByOpClassification by_op;
 
@@ -417,6 +422,9 @@ class TraceReducer {
   // kernel_group filled when records are kept.
   void Consume(const ParsedChunk& chunk, const ChunkSummary& summary,
                const std::vector<RuleId>& name_rules);
+  // RecordCpuWaits() keeps the cpu_wait part of each gap (GpuTimeline::cpu_wait_spans), for
+  // AttributeCpuWaits(); done from the start where the CPU side is read.
+  void RecordCpuWaits();
   // events() is how many events the chunks consumed so far held.
   uint64_t events() const { return profile_.events; }
   // Completes the profile: platform detection (and re-classification when a platform-dependent
@@ -440,6 +448,7 @@ class TraceReducer {
 
   CpuSideReading cpu_side_;
   GpuTimelineReading gpu_reading_;
+  bool record_cpu_waits_ = false;
   std::vector<bool> name_communicates_;  // per name: whether its kernels are Communication
   std::vector<std::pair<int32_t, DeviceSweep>> sweeps_;  // kStream: per device, few
   bool step_figures_;

@@ -16,7 +16,8 @@ namespace tracefuse {
 // "skipped", "with_activities", then median_span_us, min_span_us and max_span_us, null without
 // a step that ran an activity), and "devices", by device: "device", "activities", then span_us,
 // busy_us, computation_us, communication_us, exposed_communication_us, memcpy_us,
-// exposed_memcpy_us and idle_us, "idle" (IdleSplit), "launches" (LaunchStats per API) and
+// exposed_memcpy_us and idle_us, "idle" (IdleSplit, its "cpu_ops" null unless the CPU side was
+// read), "launches" (LaunchStats per API) and
 // "integrity" (TraceIntegrity). Then, over all devices, "idle" and "integrity" summed and
 // "launches" per API. `stats` adds each device's steps (WriteStatsJson()).
 Json GpuTimelineJson(const TraceProfile& profile);
@@ -51,7 +52,7 @@ std::string GpuTimelineHtml(const PerSide<const TraceProfile*>& traces,
 GpuTimeFigures SummedFigures(const GpuTimeline& timeline);
 
 // SummedIdle() and SummedIntegrity() are a trace's idle split and integrity summed over its
-// devices.
+// devices (the split's cpu_ops: GpuTimeline::cpu_ops, over all devices).
 IdleSplit SummedIdle(const GpuTimeline& timeline);
 TraceIntegrity SummedIntegrity(const GpuTimeline& timeline);
 
@@ -63,9 +64,13 @@ TraceIntegrity SummedIntegrity(const GpuTimeline& timeline);
 std::string IdleCauseSentence(const PerSide<const TraceProfile*>& traces,
                               const PerSide<std::string>& labels);
 
+// CpuOpsText() is IdleSplit::cpu_ops for people: "aten::linear 0.991 ms, aten::add 0.058 ms".
+std::string CpuOpsText(const std::vector<CpuOpTime>& ops);
+
 // IdleSection() is both sides' idle split side by side (`compare` and `ops` text and markdown):
 // the sentence, each cause in ms and as a share of the span (summed over a trace's devices), a
-// line per side whose integrity is not clean, and the launches per API of both sides.
+// line per side saying what its CPU ran meanwhile (where its CPU side was read: `ops`, `compare
+// --by-op`), a line per side whose integrity is not clean, and the launches per API of both sides.
 std::string IdleSection(const PerSide<const TraceProfile*>& traces,
                         const PerSide<std::string>& labels, bool markdown);
 

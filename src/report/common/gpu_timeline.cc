@@ -63,11 +63,20 @@ Json StepSpansJson(const GpuTimeline& t) {
   return j;
 }
 
+// CpuOpsJson() is IdleSplit::cpu_ops: [{"op", "us"}], null when the CPU side was not read.
+Json CpuOpsJson(const std::optional<std::vector<CpuOpTime>>& cpu_ops) {
+  if (!cpu_ops) return nullptr;
+  Json j = Json::array();
+  for (const CpuOpTime& op : *cpu_ops) j.push_back(Json{{"op", op.op}, {"us", Micros(op.ns)}});
+  return j;
+}
+
 Json IdleJson(const IdleSplit& idle) {
   return Json{{"cpu_wait_us", Micros(idle.cpu_wait_ns)},
               {"launch_latency_us", Micros(idle.launch_latency_ns)},
               {"unattributed_us", Micros(idle.unattributed_ns)},
-              {"gaps", idle.gaps}};
+              {"gaps", idle.gaps},
+              {"cpu_ops", CpuOpsJson(idle.cpu_ops)}};
 }
 
 Json IntegrityJson(const TraceIntegrity& t) {
@@ -212,6 +221,9 @@ std::string GpuTimelineText(const TraceProfile& p) {
            fmt::format("{} gaps, of the span: cpu wait {}, launch latency {}, unattributed {}",
                        Thousands(d.idle.gaps), share(d.idle.cpu_wait_ns),
                        share(d.idle.launch_latency_ns), share(d.idle.unattributed_ns)));
+    }
+    if (d.idle.cpu_ops && !d.idle.cpu_ops->empty()) {
+      line("    cpu while waiting", CpuOpsText(*d.idle.cpu_ops));
     }
     if (!d.integrity.clean()) line("    integrity", IntegrityText(d.integrity));
     for (const LaunchStats& l : d.launches) {

@@ -51,7 +51,22 @@ std::string LaunchRowText(const std::string& label, const LaunchStats& l, bool m
                      cells[0], cells[1], cells[2], cells[3], cells[4]);
 }
 
+// CpuOpsSentence() says what a side's CPU ran while its GPU waited on it, "" where its CPU side
+// was not read or no cpu_op covers that time.
+std::string CpuOpsSentence(const TraceProfile& trace, const std::string& label) {
+  const std::optional<std::vector<CpuOpTime>>& ops = trace.gpu_timeline.cpu_ops;
+  if (!ops || ops->empty()) return "";
+  return StrCat("while ", label, " waits on its CPU, the launching thread is in ",
+                CpuOpsText(*ops));
+}
+
 }  // namespace
+
+std::string CpuOpsText(const std::vector<CpuOpTime>& ops) {
+  std::vector<std::string> parts;
+  for (const CpuOpTime& op : ops) parts.push_back(StrCat(op.op, " ", MillisText(op.ns), " ms"));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
 
 IdleSplit SummedIdle(const GpuTimeline& timeline) {
   IdleSplit sum;
@@ -61,6 +76,7 @@ IdleSplit SummedIdle(const GpuTimeline& timeline) {
     sum.unattributed_ns += d.idle.unattributed_ns;
     sum.gaps += d.idle.gaps;
   }
+  sum.cpu_ops = timeline.cpu_ops;
   return sum;
 }
 
@@ -172,6 +188,11 @@ std::string IdleSection(const PerSide<const TraceProfile*>& traces,
                   "cpu wait: the launch had not returned; launch latency: it had, and the work had "
                   "not started; unattributed: the work has no launch in the trace"));
   for (Side s : kSides) {
+    if (std::string ops = CpuOpsSentence(*traces[s], labels[s]); !ops.empty()) {
+      line(fmt::format("{}{}", markdown ? "\n" : "  ", ops));
+    }
+  }
+  for (Side s : kSides) {
     const TraceIntegrity integrity = SummedIntegrity(traces[s]->gpu_timeline);
     if (!integrity.clean()) {
       line(fmt::format("{}{} integrity: {}", markdown ? "\n" : "  ", labels[s],
@@ -232,6 +253,11 @@ std::string IdleHtml(const PerSide<const TraceProfile*>& traces,
              BarChartSvg(rows, "Idle time by cause"),
              "<p class=\"note\">cpu wait: the launch had not returned; launch latency: it had, and "
              "the work had not started; unattributed: the work has no launch in the trace.</p>\n");
+  for (Side s : kSides) {
+    if (std::string ops = CpuOpsSentence(*traces[s], labels[s]); !ops.empty()) {
+      html += StrCat("<p>", HtmlEscaped(ops), ".</p>\n");
+    }
+  }
   for (Side s : kSides) {
     const TraceIntegrity integrity = SummedIntegrity(traces[s]->gpu_timeline);
     if (!integrity.clean()) {
