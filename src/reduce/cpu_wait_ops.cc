@@ -101,7 +101,7 @@ void CpuOpsByThread::Finish() {
 
 uint64_t CpuOpsByThread::Bytes() const {
   uint64_t bytes = launch_threads_.size() * (sizeof(uint32_t) << kPageBits);
-  for (const Thread& t : threads_) bytes += t.ops.capacity() * sizeof(Op);
+  for (const Thread& t : threads_) bytes += t.ops.size() * sizeof(Op);
   for (const std::string& name : names_) bytes += name.capacity() + sizeof(name);
   return bytes;
 }
@@ -125,7 +125,7 @@ void AttributeCpuWaits(CpuOpsByThread* cpu, GpuTimeline* timeline) {
   for (const CpuWaitSpan& span : timeline->cpu_wait_spans) {
     const uint32_t thread = cpu->ThreadOf(span.launch_correlation);
     if (thread == CpuOpsByThread::kNoThread) continue;
-    const std::vector<CpuOpsByThread::Op>& ops = cpu->threads_[thread].ops;
+    const std::deque<CpuOpsByThread::Op>& ops = cpu->threads_[thread].ops;
     const std::vector<int64_t>& ends = furthest_ends[thread];
     auto& by_op = times[std::pair(span.device, span.step)];
     for (size_t i = std::upper_bound(ends.begin(), ends.end(), span.start_ns) - ends.begin();

@@ -12,6 +12,7 @@
 #define TRACEFUSE_REDUCE_CPU_WAIT_OPS_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,7 +44,9 @@ class CpuOpsByThread {
     uint32_t name = 0;  // index into names_
   };
   struct Thread {
-    std::vector<Op> ops;  // top-level ones while `in_order`, else all, until Finish()
+    // Top-level ones while `in_order`, else all, until Finish(). In blocks: a vector's doubling
+    // held up to three times the 300,000 ops of a 1 GB trace's thread while it grew.
+    std::deque<Op> ops;
     bool in_order = true;
   };
   void Add(uint32_t thread, const Op& op);
