@@ -119,12 +119,14 @@ uint64_t* CorrelationSet::Page(int64_t correlation, bool add) {
 }
 
 bool CorrelationSet::Contains(int64_t correlation) {
+  if (correlation > max_) return false;
   const uint64_t* page = Page(correlation, false);
   const auto bit = static_cast<uint64_t>(correlation) & ((uint64_t{1} << kPageBits) - 1);
   return page != nullptr && (page[bit / 64] >> (bit % 64) & 1);
 }
 
 void CorrelationSet::Insert(int64_t correlation) {
+  max_ = std::max(max_, correlation);
   uint64_t* page = Page(correlation, true);
   const auto bit = static_cast<uint64_t>(correlation) & ((uint64_t{1} << kPageBits) - 1);
   page[bit / 64] |= uint64_t{1} << (bit % 64);
@@ -132,20 +134,12 @@ void CorrelationSet::Insert(int64_t correlation) {
 
 // --- StepTimeline -------------------------------------------------------------------------------
 
-int64_t StreamEnds::Overlap(int32_t stream, int64_t start_ns, int64_t end_ns) {
-  if (stream < 0 || end_ns <= start_ns) return 0;
-  if (cursor_ >= ends_.size() || ends_[cursor_].first != stream) {
-    cursor_ = 0;
-    while (cursor_ < ends_.size() && ends_[cursor_].first != stream) ++cursor_;
-    if (cursor_ == ends_.size()) {
-      ends_.emplace_back(stream, end_ns);
-      return 0;
-    }
-  }
-  int64_t& furthest_end = ends_[cursor_].second;
-  const int64_t earlier_end = furthest_end;
-  furthest_end = std::max(earlier_end, end_ns);
-  return start_ns < earlier_end ? std::min(earlier_end, end_ns) - start_ns : 0;
+bool StreamEnds::Find(int32_t stream, int64_t end_ns) {
+  cursor_ = 0;
+  while (cursor_ < ends_.size() && ends_[cursor_].first != stream) ++cursor_;
+  if (cursor_ < ends_.size()) return true;
+  ends_.emplace_back(stream, end_ns);
+  return false;
 }
 
 void StepTimeline::StepIdle::Add(int64_t start_ns, int64_t end_ns, int32_t stream,

@@ -14,8 +14,12 @@ void LaunchJoin::NextChunk() {
   }
   if (chunk_ - generation_start_ < kWindowChunks) return;
   for (const auto& [correlation, launch] : older_) dropped_.Insert(correlation);
-  older_.clear();
-  std::swap(older_, launches_);  // the emptied map keeps its capacity for the new generation
+  older_.clear();  // absl frees a large map's array here
+  std::swap(older_, launches_);
+  // The next generation is mostly as large as this one: grown at once, not by doubling.
+  launches_.reserve(older_.size());
+  older_max_ = launches_max_;
+  launches_max_ = INT64_MIN;
   generation_start_ = chunk_;
 }
 
@@ -50,10 +54,11 @@ bool LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
   for (const Launch& l : launches) {
     if (l.correlation == kNoCorrelation || dropped_.Contains(l.correlation)) continue;
     if (given_up_.Contains(l.correlation)) return false;
-    if (!older_.empty() && older_.contains(l.correlation)) continue;
+    if (l.correlation <= older_max_ && older_.contains(l.correlation)) continue;
     auto [it, inserted] = launches_.try_emplace(
         l.correlation, KnownLaunch{l.ts_ns + l.dur_ns, l.dur_ns, chunk_api_[l.api], 0});
     if (!inserted) continue;
+    launches_max_ = std::max(launches_max_, l.correlation);
     if (waiting_.empty()) continue;
     auto waiting = waiting_.find(l.correlation);
     if (waiting == waiting_.end()) continue;
@@ -110,6 +115,7 @@ LaunchJoin::KnownLaunch* LaunchJoin::Find(int64_t correlation) {
   if (old == older_.end()) return nullptr;
   // Used again: it moves to this generation.
   KnownLaunch* launch = &launches_.emplace(correlation, old->second).first->second;
+  launches_max_ = std::max(launches_max_, correlation);
   older_.erase(old);
   return launch;
 }
@@ -148,59 +154,25 @@ void LaunchJoin::Wait(int64_t correlation, Waiter waiter) {
   ++waiting_count_;
 }
 
-void LaunchJoin::Overlap(Device* d, int64_t start_ns, int64_t end_ns, int32_t stream) {
-  const int64_t overlap = d->streams.Overlap(stream, start_ns, end_ns);
-  if (overlap == 0) return;
-  ++d->integrity.same_stream_overlaps;
-  d->integrity.same_stream_overlap_ns += overlap;
-  d->integrity.involved_ns += overlap;
-}
-
-void LaunchJoin::BeforeLaunch(Device* d, int64_t start_ns, int64_t dur_ns,
-                              int64_t launch_start_ns) {
-  if (start_ns >= launch_start_ns) return;
-  ++d->integrity.before_launch;
-  d->integrity.involved_ns += dur_ns;
-}
-
-bool LaunchJoin::AddActivity(int32_t device, int64_t start_ns, int64_t end_ns, int64_t correlation,
-                             int32_t stream) {
-  Device& d = DeviceOf(device);
-  d.integrity.activity_ns += end_ns - start_ns;
-  Overlap(&d, start_ns, end_ns, stream);
-  if (d.any && start_ns > d.busy_end_ns) {
-    Close(&d);
-    d.open = Gap{device, d.busy_end_ns, start_ns};
-    d.open_id = next_gap_++;
-  } else if (d.open_id != kNoGap && start_ns > d.open.end_ns) {
-    Close(&d);
-  }
-  d.busy_end_ns = d.any ? std::max(d.busy_end_ns, end_ns) : end_ns;
-  d.any = true;
-  const bool candidate = d.open_id != kNoGap;
-  if (correlation == kNoCorrelation) return true;
-  if (correlation == d.last_counted) {  // the next activity of a launch (a graph replay's kernel)
-    BeforeLaunch(&d, start_ns, end_ns - start_ns, d.last_counted_start_ns);
-    if (candidate) d.open.TakeLaunch(d.last_counted_end_ns, correlation);
-    return true;
-  }
+bool LaunchJoin::AddActivityOfLaunch(Device* d, int64_t start_ns, int64_t end_ns,
+                                     int64_t correlation, bool candidate) {
   KnownLaunch* launch = Find(correlation);
   if (launch == nullptr) {
     if (dropped_.Contains(correlation)) return false;
-    Wait(correlation, Waiter{WaiterKind::kFirst, device, kNoGap, start_ns, end_ns - start_ns});
+    Wait(correlation, Waiter{WaiterKind::kFirst, d->device, kNoGap, start_ns, end_ns - start_ns});
     if (candidate) {
-      ++d.open.unknown;
-      Wait(correlation, Waiter{WaiterKind::kGap, device, d.open_id, start_ns, 0});
+      ++d->open.unknown;
+      Wait(correlation, Waiter{WaiterKind::kGap, d->device, d->open_id, start_ns, 0});
     }
     return true;
   }
   const int64_t launch_start_ns = launch->end_ns - launch->dur_ns;
-  BeforeLaunch(&d, start_ns, end_ns - start_ns, launch_start_ns);
-  if (!Counted(launch, correlation, device)) Count(&d, *launch, start_ns);
-  d.last_counted = correlation;
-  d.last_counted_start_ns = launch_start_ns;
-  d.last_counted_end_ns = launch->end_ns;
-  if (candidate) d.open.TakeLaunch(launch->end_ns, correlation);
+  BeforeLaunch(d, start_ns, end_ns - start_ns, launch_start_ns);
+  if (!Counted(launch, correlation, d->device)) Count(d, *launch, start_ns);
+  d->last_counted = correlation;
+  d->last_counted_start_ns = launch_start_ns;
+  d->last_counted_end_ns = launch->end_ns;
+  if (candidate) d->open.TakeLaunch(launch->end_ns, correlation);
   return true;
 }
 

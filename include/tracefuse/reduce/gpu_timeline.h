@@ -11,6 +11,7 @@
 #ifndef TRACEFUSE_REDUCE_GPU_TIMELINE_H_
 #define TRACEFUSE_REDUCE_GPU_TIMELINE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -175,9 +176,22 @@ class StreamEnds {
  public:
   // Overlap() takes an activity of `stream` (-1: none) in start order and returns how long it
   // overlaps the earlier ones of its stream, 0 for none (or for one of zero length).
-  int64_t Overlap(int32_t stream, int64_t start_ns, int64_t end_ns);
+  // Inline: it runs for every GPU event, mostly of the stream the one before was.
+  int64_t Overlap(int32_t stream, int64_t start_ns, int64_t end_ns) {
+    if (stream < 0 || end_ns <= start_ns) return 0;
+    if ((cursor_ >= ends_.size() || ends_[cursor_].first != stream) && !Find(stream, end_ns)) {
+      return 0;
+    }
+    int64_t& furthest_end = ends_[cursor_].second;
+    const int64_t earlier_end = furthest_end;
+    furthest_end = std::max(earlier_end, end_ns);
+    return start_ns < earlier_end ? std::min(earlier_end, end_ns) - start_ns : 0;
+  }
 
  private:
+  // Find() points cursor_ at `stream`; false when it is new, added with `end_ns`.
+  bool Find(int32_t stream, int64_t end_ns);
+
   std::vector<std::pair<int32_t, int64_t>> ends_;  // a device has few streams
   size_t cursor_ = 0;
 };
@@ -265,6 +279,8 @@ class CorrelationSet {
   absl::flat_hash_map<int64_t, std::unique_ptr<uint64_t[]>> pages_;
   int64_t last_page_id_ = 0;
   uint64_t* last_page_ = nullptr;
+  // The highest id inserted: asked mostly of new ids, above it, the set answers without a look-up.
+  int64_t max_ = INT64_MIN;
 };
 
 // StepTimeline measures each device's time per profiler step as the trace arrives, in memory

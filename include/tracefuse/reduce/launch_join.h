@@ -17,6 +17,7 @@
 #ifndef TRACEFUSE_REDUCE_LAUNCH_JOIN_H_
 #define TRACEFUSE_REDUCE_LAUNCH_JOIN_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -45,9 +46,32 @@ class LaunchJoin : public LaunchTimes {
   // correlation id is ignored. False when a launch comes after its activities stopped waiting.
   bool AddLaunches(const std::vector<Launch>& launches, const InternedStrings& apis);
   // AddActivity() takes a device's next activity in start order (`stream` -1: none); false when
-  // its launch was dropped while the activity needs it.
+  // its launch was dropped while the activity needs it. Inline up to the look-up of its launch:
+  // it runs for every GPU event, and most share the launch of the one before (a graph replay's).
   bool AddActivity(int32_t device, int64_t start_ns, int64_t end_ns, int64_t correlation,
-                   int32_t stream);
+                   int32_t stream) {
+    Device& d = DeviceOf(device);
+    d.integrity.activity_ns += end_ns - start_ns;
+    Overlap(&d, start_ns, end_ns, stream);
+    if (d.any && start_ns > d.busy_end_ns) {
+      Close(&d);
+      d.open = Gap{device, d.busy_end_ns, start_ns};
+      d.open_id = next_gap_++;
+    } else if (d.open_id != kNoGap && start_ns > d.open.end_ns) {
+      Close(&d);
+    }
+    d.busy_end_ns = d.any ? std::max(d.busy_end_ns, end_ns) : end_ns;
+    d.any = true;
+    const bool candidate = d.open_id != kNoGap;
+    if (correlation == kNoCorrelation) return true;
+    if (correlation != d.last_counted) {
+      return AddActivityOfLaunch(&d, start_ns, end_ns, correlation, candidate);
+    }
+    // The next activity of the launch of the one before.
+    BeforeLaunch(&d, start_ns, end_ns - start_ns, d.last_counted_start_ns);
+    if (candidate) d.open.TakeLaunch(d.last_counted_end_ns, correlation);
+    return true;
+  }
   bool FindLaunch(int64_t correlation, int64_t* start_ns, int64_t* end_ns) override;
   // RecordCpuWaits() has each device's split, from now on, add the cpu_wait part of each of its
   // gaps to `cpu_waits`.
@@ -152,11 +176,23 @@ class LaunchJoin : public LaunchTimes {
   void Wait(int64_t correlation, Waiter waiter);
   // GiveUp() settles what waits for the launch of `correlation` as having none.
   void GiveUp(int64_t correlation);
+  // AddActivityOfLaunch() is AddActivity() of an activity whose launch is not the one before's.
+  bool AddActivityOfLaunch(Device* d, int64_t start_ns, int64_t end_ns, int64_t correlation,
+                           bool candidate);
   // Overlap() counts an activity that starts before the earlier ones of its stream end.
-  void Overlap(Device* d, int64_t start_ns, int64_t end_ns, int32_t stream);
-
+  static void Overlap(Device* d, int64_t start_ns, int64_t end_ns, int32_t stream) {
+    const int64_t overlap = d->streams.Overlap(stream, start_ns, end_ns);
+    if (overlap == 0) return;
+    ++d->integrity.same_stream_overlaps;
+    d->integrity.same_stream_overlap_ns += overlap;
+    d->integrity.involved_ns += overlap;
+  }
   // BeforeLaunch() counts an activity that starts before its launch call.
-  void BeforeLaunch(Device* d, int64_t start_ns, int64_t dur_ns, int64_t launch_start_ns);
+  static void BeforeLaunch(Device* d, int64_t start_ns, int64_t dur_ns, int64_t launch_start_ns) {
+    if (start_ns >= launch_start_ns) return;
+    ++d->integrity.before_launch;
+    d->integrity.involved_ns += dur_ns;
+  }
   void Close(Device* d);
 
   uint32_t chunk_ = 0;
@@ -166,6 +202,9 @@ class LaunchJoin : public LaunchTimes {
   std::vector<uint32_t> chunk_api_;  // AddLaunches()'s scratch: chunk's api index -> apis_
   // The launches added or used in this generation, and those of the one before.
   absl::flat_hash_map<int64_t, KnownLaunch> launches_, older_;
+  // The highest id in launches_ and in older_: launches come mostly in id order, and a new id
+  // above older_'s needs no look-up there.
+  int64_t launches_max_ = INT64_MIN, older_max_ = INT64_MIN;
   uint32_t generation_start_ = 0;  // the chunk this generation began at
   CorrelationSet dropped_;
   // Counted first activities on devices 64 and above (KnownLaunch::devices holds the rest).
