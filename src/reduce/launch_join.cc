@@ -41,6 +41,7 @@ void LaunchJoin::GiveUp(int64_t correlation) {
   }
   waiting_count_ -= waiting->second.size();
   waiting_.erase(waiting);
+  --waiting_filter_[correlation & (kWaitingFilterSlots - 1)];
   given_up_.Insert(correlation);
 }
 
@@ -59,11 +60,12 @@ bool LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
         l.correlation, KnownLaunch{l.ts_ns + l.dur_ns, l.dur_ns, chunk_api_[l.api], 0});
     if (!inserted) continue;
     launches_max_ = std::max(launches_max_, l.correlation);
-    if (waiting_.empty()) continue;
+    if (waiting_filter_[l.correlation & (kWaitingFilterSlots - 1)] == 0) continue;
     auto waiting = waiting_.find(l.correlation);
     if (waiting == waiting_.end()) continue;
     const std::vector<Waiter> waiters = std::move(waiting->second);
     waiting_.erase(waiting);
+    --waiting_filter_[l.correlation & (kWaitingFilterSlots - 1)];
     waiting_count_ -= waiters.size();
     for (const Waiter& w : waiters) {
       Device& d = DeviceOf(w.device);
@@ -140,7 +142,10 @@ void LaunchJoin::Count(Device* d, const KnownLaunch& launch, int64_t start_ns) {
 
 void LaunchJoin::Wait(int64_t correlation, Waiter waiter) {
   auto [it, inserted] = waiting_.try_emplace(correlation);
-  if (inserted) waiting_by_age_.emplace_back(chunk_, correlation);
+  if (inserted) {
+    waiting_by_age_.emplace_back(chunk_, correlation);
+    ++waiting_filter_[correlation & (kWaitingFilterSlots - 1)];
+  }
   std::vector<Waiter>& waiters = it->second;
   if (waiter.kind == WaiterKind::kFirst) {  // later activities on the device start later
     for (const Waiter& w : waiters) {
@@ -176,48 +181,34 @@ bool LaunchJoin::AddActivityOfLaunch(Device* d, int64_t start_ns, int64_t end_ns
   return true;
 }
 
-void LaunchJoin::Close(Device* d) {
-  if (d->open_id == kNoGap) return;
-  if (d->open.unknown == 0) {
-    Settle(d->open, &d->idle);
-  } else {
-    gaps_.emplace(d->open_id, d->open);
-  }
-  d->open_id = kNoGap;
-}
-
-void LaunchJoin::Settle(const Gap& gap, IdleSplit* idle) {
-  ++idle->gaps;
-  if (gap.first_launch_end_ns == INT64_MAX) {
-    idle->unattributed_ns += gap.end_ns - gap.start_ns;
-  } else {
-    const int64_t e = std::clamp(gap.first_launch_end_ns, gap.start_ns, gap.end_ns);
-    idle->cpu_wait_ns += e - gap.start_ns;
-    idle->launch_latency_ns += gap.end_ns - e;
-    if (cpu_waits_ != nullptr && e > gap.start_ns) {
-      cpu_waits_->push_back(CpuWaitSpan{gap.first_launch, gap.start_ns, e, gap.device});
-    }
-  }
-}
-
 void LaunchJoin::ValueSet::Add(int64_t value, uint64_t times) {
   if (buckets_.empty()) {
-    auto it = counts_.find(value);
-    if (it != counts_.end()) {
-      it->second += times;
+    if (last_count_ != nullptr && value == last_value_) {
+      *last_count_ += times;
       return;
     }
-    if (counts_.size() < kMaxCounted) {
-      counts_.emplace(value, times);
+    auto it = counts_.find(value);
+    if (it == counts_.end() && counts_.size() < kMaxCounted) {
+      it = counts_.emplace(value, 0).first;  // may move the others: last_count_ is this one's
+    }
+    if (it != counts_.end()) {
+      it->second += times;
+      last_value_ = value;
+      last_count_ = &it->second;
       return;
     }
     for (const auto& [v, count] : counts_) {
       buckets_[v >> 16].insert(buckets_[v >> 16].end(), count, static_cast<uint16_t>(v & 0xffff));
     }
     counts_.clear();
+    last_count_ = nullptr;
   }
-  buckets_[value >> 16].insert(buckets_[value >> 16].end(), times,
-                               static_cast<uint16_t>(value & 0xffff));
+  const int64_t bucket = value >> 16;
+  if (last_bucket_ == nullptr || bucket != last_bucket_key_) {
+    last_bucket_ = &buckets_[bucket];  // may move the others: the pointer is this one's
+    last_bucket_key_ = bucket;
+  }
+  last_bucket_->insert(last_bucket_->end(), times, static_cast<uint16_t>(value & 0xffff));
 }
 
 void LaunchJoin::ValueSet::AddAll(const ValueSet& other) {
@@ -269,6 +260,7 @@ void LaunchJoin::Finish(GpuTimeline* timeline) {
   for (Device& d : devices_) Close(&d);
   // What still waits has no launch in the trace: gaps settle with the launches they have.
   waiting_.clear();
+  waiting_filter_.fill(0);
   waiting_count_ = 0;
   waiting_by_age_.clear();
   for (const auto& [id, gap] : gaps_) Settle(gap, &DeviceOf(gap.device).idle);

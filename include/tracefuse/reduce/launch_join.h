@@ -18,6 +18,7 @@
 #define TRACEFUSE_REDUCE_LAUNCH_JOIN_H_
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -124,6 +125,19 @@ class LaunchJoin : public LaunchTimes {
   // the bucket of its 2^16 ns as its low 16 bits.
   class ValueSet {
    public:
+    ValueSet() = default;
+    // Moved or copied, it forgets the entry added to last: the pointers are into the maps.
+    ValueSet(const ValueSet& other) : counts_(other.counts_), buckets_(other.buckets_) {}
+    ValueSet(ValueSet&& other) noexcept
+        : counts_(std::move(other.counts_)), buckets_(std::move(other.buckets_)) {}
+    ValueSet& operator=(ValueSet other) noexcept {
+      counts_ = std::move(other.counts_);
+      buckets_ = std::move(other.buckets_);
+      last_count_ = nullptr;
+      last_bucket_ = nullptr;
+      return *this;
+    }
+
     // Add() adds `value` `times` times.
     void Add(int64_t value, uint64_t times = 1);
     // AddAll() adds every value of `other`.
@@ -135,6 +149,10 @@ class LaunchJoin : public LaunchTimes {
     static constexpr size_t kMaxCounted = 256;
     absl::flat_hash_map<int64_t, uint64_t> counts_;
     absl::flat_hash_map<int64_t, std::vector<uint16_t>> buckets_;
+    // The entry added to last: launches in a row mostly take as long, and start as soon.
+    int64_t last_value_ = 0, last_bucket_key_ = 0;
+    uint64_t* last_count_ = nullptr;
+    std::vector<uint16_t>* last_bucket_ = nullptr;
   };
   struct ApiCounts {
     uint64_t count = 0;
@@ -172,7 +190,20 @@ class LaunchJoin : public LaunchTimes {
   bool Counted(KnownLaunch* launch, int64_t correlation, int32_t device);
   void Count(Device* d, const KnownLaunch& launch, int64_t start_ns);
   // Settle() adds a complete gap with no launch left to come to `idle`, its device's split.
-  void Settle(const Gap& gap, IdleSplit* idle);
+  // Inline, as Close(): a graph replay leaves a gap between most of its kernels.
+  void Settle(const Gap& gap, IdleSplit* idle) {
+    ++idle->gaps;
+    if (gap.first_launch_end_ns == INT64_MAX) {
+      idle->unattributed_ns += gap.end_ns - gap.start_ns;
+      return;
+    }
+    const int64_t e = std::clamp(gap.first_launch_end_ns, gap.start_ns, gap.end_ns);
+    idle->cpu_wait_ns += e - gap.start_ns;
+    idle->launch_latency_ns += gap.end_ns - e;
+    if (cpu_waits_ != nullptr && e > gap.start_ns) {
+      cpu_waits_->push_back(CpuWaitSpan{gap.first_launch, gap.start_ns, e, gap.device});
+    }
+  }
   void Wait(int64_t correlation, Waiter waiter);
   // GiveUp() settles what waits for the launch of `correlation` as having none.
   void GiveUp(int64_t correlation);
@@ -193,7 +224,16 @@ class LaunchJoin : public LaunchTimes {
     ++d->integrity.before_launch;
     d->integrity.involved_ns += dur_ns;
   }
-  void Close(Device* d);
+  // Close() closes the device's open gap: settled, or kept while launches of it have not come.
+  void Close(Device* d) {
+    if (d->open_id == kNoGap) return;
+    if (d->open.unknown == 0) {
+      Settle(d->open, &d->idle);
+    } else {
+      gaps_.emplace(d->open_id, d->open);
+    }
+    d->open_id = kNoGap;
+  }
 
   uint32_t chunk_ = 0;
   std::vector<CpuWaitSpan>* cpu_waits_ = nullptr;
@@ -214,6 +254,10 @@ class LaunchJoin : public LaunchTimes {
   absl::flat_hash_map<uint64_t, Gap> gaps_;  // closed, waiting for launches
   uint64_t next_gap_ = 0;
   absl::flat_hash_map<int64_t, std::vector<Waiter>> waiting_;
+  // How many ids wait per slot of their low bits: most launches have no waiter, and find none
+  // here without a look-up in waiting_.
+  static constexpr size_t kWaitingFilterSlots = 4096;
+  std::array<uint32_t, kWaitingFilterSlots> waiting_filter_{};
   size_t waiting_count_ = 0;
   std::deque<std::pair<uint32_t, int64_t>> waiting_by_age_;  // (chunk it began, id), oldest first
   CorrelationSet given_up_;  // ids whose activities stopped waiting for their launch
