@@ -1,12 +1,14 @@
 // The per-kernel stream the reducer keeps for the fusion analysis: appending and decoding kernel
 // records of a generated trace, against the plain 24-byte struct in a std::vector, in the same
-// run; and the ts-order walk when the trace is not in ts order.
+// run; the ts-order walk when the trace is not in ts order; and the serial cost of the launch join
+// (why each GPU idles) against the devices' sweeps that it joins, on the same GPU events.
 #include <benchmark/benchmark.h>
 
 #include <random>
 
 #include "bench_input.h"
 #include "tracefuse/parse/chunk_parser.h"
+#include "tracefuse/reduce/launch_join.h"
 #include "tracefuse/reduce/trace_profile.h"
 
 namespace tracefuse::bench {
@@ -111,6 +113,84 @@ void BM_TsOrder(benchmark::State& state) {
   state.counters["runs"] = double(s.ts_runs());
 }
 BENCHMARK(BM_TsOrder)->Arg(0)->Arg(10)->Arg(300)->Unit(benchmark::kMillisecond);
+
+// What the serial reduce gets per chunk of a generated 256 MB trace in Kineto's layout: the
+// chunk's launches and its GPU events, by device and start (the parallel stage's summary).
+struct GpuChunk {
+  std::vector<Launch> launches;
+  InternedStrings apis;
+  std::vector<GpuActivity> gpu;
+  std::vector<GpuActivityKind> name_kinds;
+};
+const std::vector<GpuChunk>& GpuChunks() {
+  static const std::vector<GpuChunk> chunks = [] {
+    auto classifier = *Classifier::Create(*RuleSet::Load("tracefuse"));
+    ChunkParser parser;
+    ParsedChunk parsed;
+    ChunkSummary summary;
+    CachedClassifier names(classifier, Platform::kNvidia);
+    std::vector<RuleId> rules;
+    std::vector<GpuChunk> out;
+    for (const EventChunk& c : Chunks(GeneratedTrace("nvidia", "kineto", 256 << 20), 2 << 20)) {
+      if (!parser.Parse(c, "bench", &parsed).ok()) std::abort();
+      names.ClassifyNames(parsed, &rules);
+      summary.Summarize(parsed, false, *classifier, rules);
+      out.push_back(GpuChunk{parsed.launches, parsed.launch_apis, summary.gpu, summary.name_kinds});
+    }
+    return out;
+  }();
+  return chunks;
+}
+
+void SetGpuCounters(benchmark::State& state) {
+  uint64_t events = 0, launches = 0;
+  for (const GpuChunk& c : GpuChunks()) {
+    events += c.gpu.size();
+    launches += c.launches.size();
+  }
+  state.counters["events/s"] =
+      benchmark::Counter(double(events * state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["launches"] = double(launches);
+}
+
+void BM_LaunchJoin(benchmark::State& state) {
+  GpuChunks();  // read before the clock starts
+  for (auto _ : state) {
+    LaunchJoin join;
+    for (const GpuChunk& c : GpuChunks()) {
+      join.NextChunk();
+      if (!join.AddLaunches(c.launches, c.apis)) std::abort();
+      for (const GpuActivity& a : c.gpu) {
+        if (!join.AddActivity(a.device, a.start_ns, a.end_ns, a.correlation, a.stream)) {
+          std::abort();
+        }
+      }
+    }
+    GpuTimeline timeline;
+    timeline.devices.push_back(DeviceTimeline{});
+    join.Finish(&timeline);
+    benchmark::DoNotOptimize(timeline.devices[0].idle);
+  }
+  SetGpuCounters(state);
+}
+BENCHMARK(BM_LaunchJoin)->Unit(benchmark::kMillisecond);
+
+// The baseline: the same events swept one by one, as a device's figures are when a chunk's sweep
+// cannot be appended whole.
+void BM_DeviceSweepBaseline(benchmark::State& state) {
+  GpuChunks();
+  for (auto _ : state) {
+    DeviceSweep sweep;
+    for (const GpuChunk& c : GpuChunks()) {
+      for (const GpuActivity& a : c.gpu) {
+        if (!sweep.Add(a.start_ns, a.end_ns, KindOf(a, c.name_kinds))) std::abort();
+      }
+    }
+    benchmark::DoNotOptimize(sweep.Figures());
+  }
+  SetGpuCounters(state);
+}
+BENCHMARK(BM_DeviceSweepBaseline)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tracefuse::bench
