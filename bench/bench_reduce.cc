@@ -121,6 +121,9 @@ struct GpuChunk {
   InternedStrings apis;
   std::vector<GpuActivity> gpu;
   std::vector<GpuActivityKind> name_kinds;
+  std::vector<LaunchRun> runs;
+  std::vector<RunGaps> run_gaps_of;
+  std::vector<std::pair<int64_t, int64_t>> run_gaps;
 };
 const std::vector<GpuChunk>& GpuChunks() {
   static const std::vector<GpuChunk> chunks = [] {
@@ -135,7 +138,8 @@ const std::vector<GpuChunk>& GpuChunks() {
       if (!parser.Parse(c, "bench", &parsed).ok()) std::abort();
       names.ClassifyNames(parsed, &rules);
       summary.Summarize(parsed, false, *classifier, rules);
-      out.push_back(GpuChunk{parsed.launches, parsed.launch_apis, summary.gpu, summary.name_kinds});
+      out.push_back(GpuChunk{parsed.launches, parsed.launch_apis, summary.gpu, summary.name_kinds,
+                             summary.launch_runs, summary.run_gaps_of, summary.run_gaps});
     }
     return out;
   }();
@@ -153,15 +157,20 @@ void SetGpuCounters(benchmark::State& state) {
   state.counters["launches"] = double(launches);
 }
 
+// Argument 1: by runs of one launch, as the reducer takes them (LaunchJoin::AddRun()); 0: event
+// by event.
 void BM_LaunchJoin(benchmark::State& state) {
   GpuChunks();  // read before the clock starts
+  const bool by_runs = state.range(0) == 1;
   for (auto _ : state) {
     LaunchJoin join;
     for (const GpuChunk& c : GpuChunks()) {
       join.NextChunk();
       if (!join.AddLaunches(c.launches, c.apis)) std::abort();
-      for (const GpuActivity& a : c.gpu) {
-        if (!join.AddActivity(a.device, a.start_ns, a.end_ns, a.correlation, a.stream)) {
+      for (const LaunchRun& run : c.runs) {
+        const RunGaps* gaps =
+            by_runs && run.sweep != kNoRunSweep ? &c.run_gaps_of[run.sweep] : nullptr;
+        if (!join.AddRun(&c.gpu[run.begin], run.end - run.begin, gaps, c.run_gaps.data())) {
           std::abort();
         }
       }
@@ -173,7 +182,7 @@ void BM_LaunchJoin(benchmark::State& state) {
   }
   SetGpuCounters(state);
 }
-BENCHMARK(BM_LaunchJoin)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LaunchJoin)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // The baseline: the same events swept one by one, as a device's figures are when a chunk's sweep
 // cannot be appended whole.

@@ -89,6 +89,46 @@ bool LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
   return true;
 }
 
+bool LaunchJoin::AddRun(const GpuActivity* run, size_t n, const RunGaps* gaps,
+                        const std::pair<int64_t, int64_t>* run_gaps) {
+  const GpuActivity& first = run[0];
+  if (!AddActivity(first.device, first.start_ns, first.end_ns, first.correlation, first.stream)) {
+    return false;
+  }
+  Device& d = DeviceOf(first.device);
+  // The run's own gaps are the device's where its launch is known (the later activities'
+  // candidate) and no activity before it ends after its first.
+  if (gaps == nullptr || first.correlation == kNoCorrelation ||
+      d.last_counted != first.correlation || d.busy_end_ns != first.end_ns) {
+    for (size_t i = 1; i < n; ++i) {
+      const GpuActivity& a = run[i];
+      if (!AddActivity(a.device, a.start_ns, a.end_ns, a.correlation, a.stream)) return false;
+    }
+    return true;
+  }
+  d.integrity.activity_ns += gaps->later_ns;
+  for (size_t i = 1; i < n; ++i) Overlap(&d, run[i].start_ns, run[i].end_ns, run[i].stream);
+  if (run[1].start_ns < d.last_counted_start_ns) {  // in start order: else none is
+    for (size_t i = 1; i < n; ++i) {
+      BeforeLaunch(&d, run[i].start_ns, run[i].end_ns - run[i].start_ns, d.last_counted_start_ns);
+    }
+  }
+  const int64_t last_start_ns = run[n - 1].start_ns;
+  if (d.open_id != kNoGap && last_start_ns > d.open.end_ns) Close(&d);
+  for (uint32_t g = gaps->first; g < gaps->last; ++g) {
+    Gap gap{first.device, run_gaps[g].first, run_gaps[g].second};
+    gap.TakeLaunch(d.last_counted_end_ns, first.correlation);
+    if (g + 1 == gaps->last && gap.end_ns == last_start_ns) {
+      d.open = gap;  // the next run's first activity may start there too
+      d.open_id = next_gap_++;
+    } else {
+      Settle(gap, &d.idle);
+    }
+  }
+  d.busy_end_ns = std::max(d.busy_end_ns, gaps->end_ns);
+  return true;
+}
+
 LaunchJoin::Device& LaunchJoin::FindDevice(int32_t device) {
   for (size_t i = 0; i < devices_.size(); ++i) {
     if (devices_[i].device == device) {

@@ -73,6 +73,11 @@ class LaunchJoin : public LaunchTimes {
     if (candidate) d.open.TakeLaunch(d.last_counted_end_ns, correlation);
     return true;
   }
+  // AddRun() takes a run of a device's next `n` activities that share a launch (LaunchRun), as
+  // AddActivity() each; where the parallel stage found the run's `gaps` (runs of several; into
+  // `run_gaps`, the chunk's) and nothing before the run covers it, the later ones at once.
+  bool AddRun(const GpuActivity* run, size_t n, const RunGaps* gaps,
+              const std::pair<int64_t, int64_t>* run_gaps);
   bool FindLaunch(int64_t correlation, int64_t* start_ns, int64_t* end_ns) override;
   // RecordCpuWaits() has each device's split, from now on, add the cpu_wait part of each of its
   // gaps to `cpu_waits`.
