@@ -99,13 +99,6 @@ void CpuOpsByThread::Finish() {
   }
 }
 
-uint64_t CpuOpsByThread::Bytes() const {
-  uint64_t bytes = launch_threads_.size() * (sizeof(uint32_t) << kPageBits);
-  for (const Thread& t : threads_) bytes += t.ops.size() * sizeof(Op);
-  for (const std::string& name : names_) bytes += name.capacity() + sizeof(name);
-  return bytes;
-}
-
 void AttributeCpuWaits(CpuOpsByThread* cpu, GpuTimeline* timeline) {
   cpu->Finish();
   // Per thread, the furthest end of its ops up to each: ops that straddle their neighbours'

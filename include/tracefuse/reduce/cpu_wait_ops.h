@@ -32,8 +32,6 @@ class CpuOpsByThread {
  public:
   // Consume() takes a chunk's CPU side, in input order.
   void Consume(const HostActivity& chunk);
-  // Bytes() is what it holds now.
-  uint64_t Bytes() const;
 
  private:
   friend void AttributeCpuWaits(CpuOpsByThread* cpu, GpuTimeline* timeline);
