@@ -122,8 +122,6 @@ struct GpuChunk {
   std::vector<GpuActivity> gpu;
   std::vector<GpuActivityKind> name_kinds;
   std::vector<LaunchRun> runs;
-  std::vector<RunGaps> run_gaps_of;
-  std::vector<std::pair<int64_t, int64_t>> run_gaps;
 };
 const std::vector<GpuChunk>& GpuChunks() {
   static const std::vector<GpuChunk> chunks = [] {
@@ -139,7 +137,7 @@ const std::vector<GpuChunk>& GpuChunks() {
       names.ClassifyNames(parsed, &rules);
       summary.Summarize(parsed, false, *classifier, rules);
       out.push_back(GpuChunk{parsed.launches, parsed.launch_apis, summary.gpu, summary.name_kinds,
-                             summary.launch_runs, summary.run_gaps_of, summary.run_gaps});
+                             summary.launch_runs});
     }
     return out;
   }();
@@ -168,10 +166,15 @@ void BM_LaunchJoin(benchmark::State& state) {
       join.NextChunk();
       if (!join.AddLaunches(c.launches, c.apis)) std::abort();
       for (const LaunchRun& run : c.runs) {
-        const RunGaps* gaps =
-            by_runs && run.sweep != kNoRunSweep ? &c.run_gaps_of[run.sweep] : nullptr;
-        if (!join.AddRun(&c.gpu[run.begin], run.end - run.begin, gaps, c.run_gaps.data())) {
-          std::abort();
+        if (by_runs) {
+          if (!join.AddRun(&c.gpu[run.begin], run.end - run.begin)) std::abort();
+          continue;
+        }
+        for (uint32_t i = run.begin; i < run.end; ++i) {
+          const GpuActivity& a = c.gpu[i];
+          if (!join.AddActivity(a.device, a.start_ns, a.end_ns, a.correlation, a.stream)) {
+            std::abort();
+          }
         }
       }
     }

@@ -1196,6 +1196,14 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
     const bool many = round % 10 == 0;
     const int n = many ? 700 : 1 + static_cast<int>(rng() % 80);
     const uint64_t longest_call = many ? 200000 : 40;
+    // Ids in order (one per call), spread out, or of two processes taking turns; devices as
+    // numbered by CUDA, or by pid.
+    const int64_t id_stride = round % 3 == 0 ? 1 : 1000;
+    const int64_t second_process = round % 3 == 2 ? 1000000000 : 0;
+    const auto id_of = [&](int64_t index) {
+      return index * id_stride + (index % 2 == 1 ? second_process : 0);
+    };
+    const int32_t second_device = round % 4 == 3 ? 4321 : 1;
     std::vector<std::pair<int32_t, OracleStart>> activities;  // (device, activity)
     int64_t correlation = 100;
     for (int i = 0; i < n; ++i) {
@@ -1205,14 +1213,15 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
           many ? i * 4 + static_cast<int64_t>(rng() % 40) : static_cast<int64_t>(rng() % 2000);
       const int64_t length = rng() % 6 == 0 ? 0 : static_cast<int64_t>(rng() % 150);
       OracleStart a{start, start + length, std::nullopt, static_cast<int32_t>(rng() % 4) - 1};
-      if (rng() % 10 != 0) a.correlation = rng() % 4 == 0 ? correlation : ++correlation;
-      activities.emplace_back(static_cast<int32_t>(rng() % 2), a);
+      if (rng() % 10 != 0) a.correlation = id_of(rng() % 4 == 0 ? correlation : ++correlation);
+      activities.emplace_back(rng() % 2 == 0 ? 0 : second_device, a);
     }
     std::map<int64_t, OracleLaunch> launches;
-    for (int64_t c = 100; c <= correlation; ++c) {
+    for (int64_t index = 100; index <= correlation; ++index) {
       if (rng() % 8 == 0) continue;  // no launch in the trace
-      launches[c] = OracleLaunch{static_cast<int64_t>(rng() % (many ? 3000 : 2000)) - 100,
-                                 static_cast<int64_t>(rng() % longest_call), apis[rng() % 3], ""};
+      launches[id_of(index)] =
+          OracleLaunch{static_cast<int64_t>(rng() % (many ? 3000 : 2000)) - 100,
+                       static_cast<int64_t>(rng() % longest_call), apis[rng() % 3], ""};
     }
     // Chunks: activities by start, a chunk per five; each launch within three chunks of its
     // first activity (or anywhere, when it has none).
@@ -1233,7 +1242,9 @@ TEST(LaunchJoin, EqualsTheOracleWhateverChunkTheLaunchesComeIn) {
       InternedStrings names;
       for (const auto& [c, l] : launches) {
         auto at = launch_chunk.find(c);
-        if ((at == launch_chunk.end() ? static_cast<int>(c % (chunks + 1)) : at->second) != chunk) {
+        const int64_t spread = c / id_stride;
+        if ((at == launch_chunk.end() ? static_cast<int>(spread % (chunks + 1)) : at->second) !=
+            chunk) {
           continue;
         }
         chunk_launches.push_back(Launch{l.ts, l.dur, c, names.Append(l.api)});

@@ -187,10 +187,11 @@ bool IsStepAnnotation(std::string_view name) {
 }
 
 void ParsedChunk::Reserve(size_t chunk_bytes) {
-  // A Kineto kernel event takes about 500 bytes with its args, and its launch as many.
+  // A Kineto kernel event takes about 500 bytes with its args, and its launch as many. A chunk
+  // may hold only kernels (a graph replay's), while each launch mostly comes with a kernel.
   constexpr size_t kKernelEventBytes = 512;
   kernels.reserve(chunk_bytes / kKernelEventBytes);
-  launches.reserve(chunk_bytes / kKernelEventBytes);
+  launches.reserve(chunk_bytes / (2 * kKernelEventBytes));
 }
 
 void ParsedChunk::Clear() {

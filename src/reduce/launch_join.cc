@@ -3,6 +3,16 @@
 #include <algorithm>
 
 namespace tracefuse {
+namespace {
+
+// ReserveFor() makes room in `v` for `n` elements, growing it by a quarter at a time: LaunchJoin's
+// vectors are kept for the whole trace, where doubling would leave up to half of each unused.
+template <typename T>
+void ReserveFor(std::vector<T>* v, size_t n) {
+  if (n > v->capacity()) v->reserve(std::max(n, v->capacity() + v->capacity() / 4 + 16));
+}
+
+}  // namespace
 
 // --- LaunchJoin ---------------------------------------------------------------------------------
 
@@ -13,13 +23,9 @@ void LaunchJoin::NextChunk() {
     waiting_by_age_.pop_front();
   }
   if (chunk_ - generation_start_ < kWindowChunks) return;
-  for (const auto& [correlation, launch] : older_) dropped_.Insert(correlation);
-  older_.clear();  // absl frees a large map's array here
+  older_.ForEachId([this](int64_t correlation) { dropped_.Insert(correlation); });
+  older_.Clear();
   std::swap(older_, launches_);
-  // The next generation is mostly as large as this one: grown at once, not by doubling.
-  launches_.reserve(older_.size());
-  older_max_ = launches_max_;
-  launches_max_ = INT64_MIN;
   generation_start_ = chunk_;
 }
 
@@ -55,11 +61,10 @@ bool LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
   for (const Launch& l : launches) {
     if (l.correlation == kNoCorrelation || dropped_.Contains(l.correlation)) continue;
     if (given_up_.Contains(l.correlation)) return false;
-    if (l.correlation <= older_max_ && older_.contains(l.correlation)) continue;
-    auto [it, inserted] = launches_.try_emplace(
+    if (older_.Contains(l.correlation)) continue;
+    auto [launch, inserted] = launches_.Insert(
         l.correlation, KnownLaunch{l.ts_ns + l.dur_ns, l.dur_ns, chunk_api_[l.api], 0});
     if (!inserted) continue;
-    launches_max_ = std::max(launches_max_, l.correlation);
     if (waiting_filter_[l.correlation & (kWaitingFilterSlots - 1)] == 0) continue;
     auto waiting = waiting_.find(l.correlation);
     if (waiting == waiting_.end()) continue;
@@ -71,9 +76,8 @@ bool LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
       Device& d = DeviceOf(w.device);
       if (w.kind != WaiterKind::kGap) {
         BeforeLaunch(&d, w.start_ns, w.dur_ns, l.ts_ns);
-        KnownLaunch& launch = it->second;
-        if (w.kind == WaiterKind::kFirst && !Counted(&launch, l.correlation, w.device)) {
-          Count(&d, launch, w.start_ns);
+        if (w.kind == WaiterKind::kFirst && !Counted(launch, l.correlation, w.device)) {
+          Count(&d, *launch, w.start_ns);
         }
         continue;
       }
@@ -89,43 +93,43 @@ bool LaunchJoin::AddLaunches(const std::vector<Launch>& launches, const Interned
   return true;
 }
 
-bool LaunchJoin::AddRun(const GpuActivity* run, size_t n, const RunGaps* gaps,
-                        const std::pair<int64_t, int64_t>* run_gaps) {
+bool LaunchJoin::AddRun(const GpuActivity* run, size_t n) {
   const GpuActivity& first = run[0];
   if (!AddActivity(first.device, first.start_ns, first.end_ns, first.correlation, first.stream)) {
     return false;
   }
   Device& d = DeviceOf(first.device);
-  // The run's own gaps are the device's where its launch is known (the later activities'
-  // candidate) and no activity before it ends after its first.
-  if (gaps == nullptr || first.correlation == kNoCorrelation ||
-      d.last_counted != first.correlation || d.busy_end_ns != first.end_ns) {
+  // Where the run's launch is known (the later activities' candidate) and no activity before it
+  // ends after its first, the run's own gaps are the device's, all ended by the run's launch.
+  if (first.correlation == kNoCorrelation || d.last_counted != first.correlation ||
+      d.busy_end_ns != first.end_ns) {
     for (size_t i = 1; i < n; ++i) {
       const GpuActivity& a = run[i];
       if (!AddActivity(a.device, a.start_ns, a.end_ns, a.correlation, a.stream)) return false;
     }
     return true;
   }
-  d.integrity.activity_ns += gaps->later_ns;
-  for (size_t i = 1; i < n; ++i) Overlap(&d, run[i].start_ns, run[i].end_ns, run[i].stream);
-  if (run[1].start_ns < d.last_counted_start_ns) {  // in start order: else none is
-    for (size_t i = 1; i < n; ++i) {
-      BeforeLaunch(&d, run[i].start_ns, run[i].end_ns - run[i].start_ns, d.last_counted_start_ns);
-    }
-  }
   const int64_t last_start_ns = run[n - 1].start_ns;
   if (d.open_id != kNoGap && last_start_ns > d.open.end_ns) Close(&d);
-  for (uint32_t g = gaps->first; g < gaps->last; ++g) {
-    Gap gap{first.device, run_gaps[g].first, run_gaps[g].second};
-    gap.TakeLaunch(d.last_counted_end_ns, first.correlation);
-    if (g + 1 == gaps->last && gap.end_ns == last_start_ns) {
-      d.open = gap;  // the next run's first activity may start there too
-      d.open_id = next_gap_++;
-    } else {
-      Settle(gap, &d.idle);
+  int64_t busy_end_ns = d.busy_end_ns;
+  for (size_t i = 1; i < n; ++i) {
+    const GpuActivity& a = run[i];
+    d.integrity.activity_ns += a.end_ns - a.start_ns;
+    Overlap(&d, a.start_ns, a.end_ns, a.stream);
+    BeforeLaunch(&d, a.start_ns, a.end_ns - a.start_ns, d.last_counted_start_ns);
+    if (a.start_ns > busy_end_ns) {
+      Gap gap{first.device, busy_end_ns, a.start_ns};
+      gap.TakeLaunch(d.last_counted_end_ns, first.correlation);
+      if (a.start_ns == last_start_ns) {
+        d.open = gap;  // the run's last gap: the next run's first activity may start there too
+        d.open_id = next_gap_++;
+      } else {
+        Settle(gap, &d.idle);
+      }
     }
+    busy_end_ns = std::max(busy_end_ns, a.end_ns);
   }
-  d.busy_end_ns = std::max(d.busy_end_ns, gaps->end_ns);
+  d.busy_end_ns = busy_end_ns;
   return true;
 }
 
@@ -151,20 +155,53 @@ bool LaunchJoin::FindLaunch(int64_t correlation, int64_t* start_ns, int64_t* end
 }
 
 LaunchJoin::KnownLaunch* LaunchJoin::Find(int64_t correlation) {
-  auto it = launches_.find(correlation);
-  if (it != launches_.end()) return &it->second;
-  auto old = older_.find(correlation);
-  if (old == older_.end()) return nullptr;
+  if (KnownLaunch* launch = launches_.Find(correlation)) return launch;
+  KnownLaunch* old = older_.Find(correlation);
+  if (old == nullptr) return nullptr;
   // Used again: it moves to this generation.
-  KnownLaunch* launch = &launches_.emplace(correlation, old->second).first->second;
-  launches_max_ = std::max(launches_max_, correlation);
-  older_.erase(old);
+  KnownLaunch* launch = launches_.Insert(correlation, *old).first;
+  older_.Erase(correlation);
   return launch;
 }
 
+std::pair<LaunchJoin::KnownLaunch*, bool> LaunchJoin::Generation::Insert(
+    int64_t correlation, const KnownLaunch& launch) {
+  if (KnownLaunch* in = Find(correlation)) return {in, false};
+  max_ = std::max(max_, correlation);
+  if (slots_.empty() && in_slots_ == 0) first_ = correlation;
+  const uint64_t slot = static_cast<uint64_t>(correlation) - static_cast<uint64_t>(first_);
+  if (slot < slots_.size() || slot < 2 * in_slots_ + kSlack) {
+    if (slot >= slots_.size()) {
+      ReserveFor(&slots_, slot + 1);
+      slots_.resize(slot + 1);
+    }
+    slots_[slot] = launch;
+    ++in_slots_;
+    return {&slots_[slot], true};
+  }
+  return {&others_.emplace(correlation, launch).first->second, true};
+}
+
+void LaunchJoin::Generation::Erase(int64_t correlation) {
+  const uint64_t slot = static_cast<uint64_t>(correlation) - static_cast<uint64_t>(first_);
+  if (slot < slots_.size() && slots_[slot].known()) {
+    slots_[slot].api = KnownLaunch::kNoLaunch;
+    --in_slots_;
+    return;
+  }
+  others_.erase(correlation);
+}
+
+void LaunchJoin::Generation::Clear() {
+  slots_.clear();  // keeps its capacity: the next generation is mostly as large
+  in_slots_ = 0;
+  others_.clear();
+  max_ = INT64_MIN;
+}
+
 bool LaunchJoin::Counted(KnownLaunch* launch, int64_t correlation, int32_t device) {
-  if (device >= 0 && device < 64) {
-    const uint64_t bit = uint64_t{1} << device;
+  if (device >= 0 && device < 32) {
+    const uint32_t bit = uint32_t{1} << device;
     const bool counted = launch->devices & bit;
     launch->devices |= bit;
     return counted;
@@ -238,7 +275,9 @@ void LaunchJoin::ValueSet::Add(int64_t value, uint64_t times) {
       return;
     }
     for (const auto& [v, count] : counts_) {
-      buckets_[v >> 16].insert(buckets_[v >> 16].end(), count, static_cast<uint16_t>(v & 0xffff));
+      std::vector<uint16_t>& values = buckets_[v >> 16];
+      ReserveFor(&values, values.size() + count);
+      values.insert(values.end(), count, static_cast<uint16_t>(v & 0xffff));
     }
     counts_.clear();
     last_count_ = nullptr;
@@ -248,6 +287,7 @@ void LaunchJoin::ValueSet::Add(int64_t value, uint64_t times) {
     last_bucket_ = &buckets_[bucket];  // may move the others: the pointer is this one's
     last_bucket_key_ = bucket;
   }
+  ReserveFor(last_bucket_, last_bucket_->size() + times);
   last_bucket_->insert(last_bucket_->end(), times, static_cast<uint16_t>(value & 0xffff));
 }
 

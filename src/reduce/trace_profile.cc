@@ -160,8 +160,6 @@ void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk, const Classifier& clas
   SortByDeviceAndStart(&gpu, kernels, &merge_scratch_);
   launch_runs.clear();
   run_sweeps.clear();
-  run_gaps_of.clear();
-  run_gaps.clear();
   auto same_launch = [](const GpuActivity& a, const GpuActivity& b) {
     return a.device == b.device && a.correlation == b.correlation;
   };
@@ -174,16 +172,6 @@ void ChunkSummary::SummarizeGpu(const ParsedChunk& chunk, const Classifier& clas
     DeviceSweep& sweep = run_sweeps.emplace_back();
     for (uint32_t i = begin; i < end; ++i)
       sweep.Add(gpu[i].start_ns, gpu[i].end_ns, KindOf(gpu[i], name_kinds));
-    RunGaps& gaps = run_gaps_of.emplace_back();
-    gaps.first = gaps.last = static_cast<uint32_t>(run_gaps.size());
-    int64_t busy_end = gpu[begin].end_ns;
-    for (uint32_t i = begin + 1; i < end; ++i) {
-      if (gpu[i].start_ns > busy_end) run_gaps.emplace_back(busy_end, gpu[i].start_ns);
-      busy_end = std::max(busy_end, gpu[i].end_ns);
-      gaps.later_ns += gpu[i].end_ns - gpu[i].start_ns;
-    }
-    gaps.last = static_cast<uint32_t>(run_gaps.size());
-    gaps.end_ns = busy_end;
   }
   // Each device's sweep from its runs': whole where a run starts after the ones before it end.
   device_sweeps.clear();
@@ -455,9 +443,7 @@ bool TraceReducer::ConsumeLaunches(const ParsedChunk& chunk, const ChunkSummary&
     return false;
   }
   for (const LaunchRun& run : summary.launch_runs) {
-    const RunGaps* gaps = run.sweep == kNoRunSweep ? nullptr : &summary.run_gaps_of[run.sweep];
-    if (!launch_join_.AddRun(&summary.gpu[run.begin], run.end - run.begin, gaps,
-                             summary.run_gaps.data())) {
+    if (!launch_join_.AddRun(&summary.gpu[run.begin], run.end - run.begin)) {
       *out_of_order = StrCat("a GPU event comes over ", LaunchJoin::kWindowChunks,
                              " chunks after its launch was last used");
       return false;

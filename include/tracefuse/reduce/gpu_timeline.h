@@ -265,16 +265,6 @@ struct LaunchRun {
   uint32_t sweep = kNoRunSweep;  // a run of several: its sweep, in the chunk's run sweeps
 };
 
-// RunGaps is what the parallel stage finds inside a run of several (LaunchRun), for LaunchJoin to
-// take the run at once: with coverage starting at the end of its first activity, the gaps before
-// each later activity (all of them going by the run's launch), in the chunk's run gaps
-// [first, last); the later activities' durations summed; and the run's furthest end.
-struct RunGaps {
-  uint32_t first = 0, last = 0;
-  int64_t later_ns = 0;
-  int64_t end_ns = 0;
-};
-
 // CorrelationSet is a set of correlation ids, one bit each in pages of 4,096 consecutive ids:
 // ids mostly increase, so the pages are few and mostly full.
 class CorrelationSet {

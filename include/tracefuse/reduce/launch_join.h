@@ -11,9 +11,9 @@
 // collects the trace instead). Launches are kept while they are recent, in two generations of
 // kWindowChunks chunks each: one unused for a whole generation is dropped (after kWindowChunks to
 // twice that many chunks), its id remembered; an activity that needs a dropped launch makes the
-// caller collect the trace instead. Generations cost a hash insert per launch and a pass over
-// the old one per kWindowChunks chunks, where ageing each launch on its own cost a queue entry,
-// a look-up and an erase besides.
+// caller collect the trace instead. Generations cost a store per launch (Generation) and a pass
+// over the old one per kWindowChunks chunks, where ageing each launch on its own cost a queue
+// entry, a look-up and an erase besides.
 #ifndef TRACEFUSE_REDUCE_LAUNCH_JOIN_H_
 #define TRACEFUSE_REDUCE_LAUNCH_JOIN_H_
 
@@ -74,10 +74,9 @@ class LaunchJoin : public LaunchTimes {
     return true;
   }
   // AddRun() takes a run of a device's next `n` activities that share a launch (LaunchRun), as
-  // AddActivity() each; where the parallel stage found the run's `gaps` (runs of several; into
-  // `run_gaps`, the chunk's) and nothing before the run covers it, the later ones at once.
-  bool AddRun(const GpuActivity* run, size_t n, const RunGaps* gaps,
-              const std::pair<int64_t, int64_t>* run_gaps);
+  // AddActivity() each; where the run's launch is known and nothing before the run covers it, the
+  // later ones without a look-up or a gap of their own to open and close.
+  bool AddRun(const GpuActivity* run, size_t n);
   bool FindLaunch(int64_t correlation, int64_t* start_ns, int64_t* end_ns) override;
   // RecordCpuWaits() has each device's split, from now on, add the cpu_wait part of each of its
   // gaps to `cpu_waits`.
@@ -93,8 +92,50 @@ class LaunchJoin : public LaunchTimes {
   struct KnownLaunch {
     int64_t end_ns = 0;
     int64_t dur_ns = 0;
-    uint32_t api = 0;      // index into apis_
-    uint64_t devices = 0;  // bit d: its first activity on device d (< 64) is counted
+    static constexpr uint32_t kNoLaunch = UINT32_MAX;
+    uint32_t api = kNoLaunch;  // index into apis_; kNoLaunch: a slot of Generation without one
+    uint32_t devices = 0;      // bit d: its first activity on device d (< 32) is counted
+
+    bool known() const { return api != kNoLaunch; }
+  };
+  // Generation holds one generation's launches by correlation id: in slots indexed from its first
+  // id while at least half the slots up to the last hold a launch (ids come mostly in order, one
+  // per runtime call), the others in a hash map. A look-up of the next launches then reads the
+  // cache lines the one before read, where a hash map's reads one line per id at random.
+  class Generation {
+   public:
+    KnownLaunch* Find(int64_t correlation) {
+      const uint64_t slot = static_cast<uint64_t>(correlation) - static_cast<uint64_t>(first_);
+      if (slot < slots_.size() && slots_[slot].known()) return &slots_[slot];
+      if (others_.empty()) return nullptr;
+      auto it = others_.find(correlation);
+      return it == others_.end() ? nullptr : &it->second;
+    }
+    bool Contains(int64_t correlation) {
+      return correlation <= max_ && Find(correlation) != nullptr;
+    }
+    // Insert() adds `launch` unless one of `correlation` is in: the one in, and whether added.
+    std::pair<KnownLaunch*, bool> Insert(int64_t correlation, const KnownLaunch& launch);
+    void Erase(int64_t correlation);
+    // ForEachId() calls `f` with each launch's id.
+    template <typename F>
+    void ForEachId(F f) const {
+      for (size_t slot = 0; slot < slots_.size(); ++slot) {
+        if (slots_[slot].known()) f(first_ + static_cast<int64_t>(slot));
+      }
+      for (const auto& [correlation, launch] : others_) f(correlation);
+    }
+    // Clear() empties it, keeping room for as many slots as it had.
+    void Clear();
+    int64_t max() const { return max_; }
+
+   private:
+    static constexpr size_t kSlack = 64;  // slots allowed beyond twice those that hold launches
+    int64_t first_ = 0;
+    std::vector<KnownLaunch> slots_;
+    size_t in_slots_ = 0;
+    absl::flat_hash_map<int64_t, KnownLaunch> others_;
+    int64_t max_ = INT64_MIN;
   };
   static constexpr uint64_t kNoGap = UINT64_MAX;
   // A gap: open while activities may still start at its end, then closed, and kept in gaps_
@@ -246,13 +287,10 @@ class LaunchJoin : public LaunchTimes {
   StringMap<uint32_t> api_ids_;
   std::vector<uint32_t> chunk_api_;  // AddLaunches()'s scratch: chunk's api index -> apis_
   // The launches added or used in this generation, and those of the one before.
-  absl::flat_hash_map<int64_t, KnownLaunch> launches_, older_;
-  // The highest id in launches_ and in older_: launches come mostly in id order, and a new id
-  // above older_'s needs no look-up there.
-  int64_t launches_max_ = INT64_MIN, older_max_ = INT64_MIN;
+  Generation launches_, older_;
   uint32_t generation_start_ = 0;  // the chunk this generation began at
   CorrelationSet dropped_;
-  // Counted first activities on devices 64 and above (KnownLaunch::devices holds the rest).
+  // Counted first activities on devices 32 and above (KnownLaunch::devices holds the rest).
   absl::flat_hash_map<std::pair<int64_t, int32_t>, bool> counted_high_;
   std::vector<Device> devices_;
   size_t device_cursor_ = 0;

@@ -161,9 +161,6 @@ struct ChunkSummary {
   // (StepTimeline::AddRun()).
   std::vector<LaunchRun> launch_runs;
   std::vector<DeviceSweep> run_sweeps;
-  // Per run of several, as run_sweeps: its gaps (LaunchJoin::AddRun()), into run_gaps.
-  std::vector<RunGaps> run_gaps_of;
-  std::vector<std::pair<int64_t, int64_t>> run_gaps;
 
   // Reserve() makes room for a chunk of `kernels` kernels, each its own launch.
   void Reserve(size_t kernels);
