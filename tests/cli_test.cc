@@ -53,6 +53,23 @@ TEST(Cli, EachBadInputGetsItsOwnMessageAndExitCode) {
       {"newlinekey.json", "{\"device\\nProperties\": []}", 1,
        "newlinekey.json: not a Kineto trace: no traceEvents array (top-level keys: "
        "device\\x0aProperties)"},
+      // rocprof v1's Chrome trace (rocprofiler's tblextr.py): no categories, string times and
+      // otherData at the end. Read as Kineto it held no kernels, exit 0 (issue 51).
+      {"results.json",
+       "{\"traceEvents\":[{}\n"
+       R"j(,{"args":{"name":"CPU HIP API"},"ph":"M","pid":2,"name":"process_name","sort_index":2})j"
+       "\n"
+       R"j(,{"ph":"X","name":"hipMalloc","pid":2,"tid":2385,"ts":"1201478076","dur":"470125",)j"
+       R"j("args":{"BeginNs":"1201478076289","EndNs":"1201948202129","Name":"hipMalloc"}})j"
+       "\n"
+       R"j(,{"ph":"X","name":"k4(int*)","pid":9,"tid":4,"ts":"213757592882","dur":"143117",)j"
+       R"j("args":{"BeginNs":"1","EndNs":"2","dev-id":"3","Name":"k4(int*)"}})j"
+       "\n"
+       R"j(],"otherData":{"CPU model":"AMD EPYC"}})j",
+       1,
+       "results.json: not a Kineto trace: a rocprof v1 (roctracer) Chrome trace, by its "
+       "otherData key and events without kernel categories; profile with torch.profiler "
+       "instead"},
       {"badevent.json", R"({"traceEvents": [{"cat": "kernel", "ts": 1,, "dur": 2}]})", 1,
        "badevent.json: malformed JSON at byte 43: The JSON document has an improper structure: "
        "missing or superfluous commas, braces, missing keys, etc."},

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -374,6 +375,16 @@ class ChunkSource {
 
 int64_t Nanos(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
 
+// HasRocprofV1Keys() tells whether a trace's top-level keys are those of rocprof v1's Chrome
+// trace (rocprofiler's tblextr.py: traceEvents, then otherData with the system's information),
+// where Kineto writes schemaVersion.
+bool HasRocprofV1Keys(const TraceMetadata& metadata) {
+  auto has = [&metadata](std::string_view key) {
+    return std::find(metadata.keys.begin(), metadata.keys.end(), key) != metadata.keys.end();
+  };
+  return has("otherData") && !has("schemaVersion");
+}
+
 // FinishProfile() completes a streamed trace: its metadata, the reducer's last step (platform
 // detection, re-classification if needed) and what was read.
 // `parallel_read`: CPU seconds the parallel stage spent reading chunks from the file.
@@ -384,7 +395,16 @@ absl::StatusOr<TraceProfile> FinishProfile(const std::string& path, const ChunkS
   const double merge_started = ThreadCpuSeconds();
   absl::StatusOr<TraceMetadata> metadata = source.Metadata();
   if (!metadata.ok()) return metadata.status();
+  const bool rocprof_v1_keys = HasRocprofV1Keys(*metadata);
   TraceProfile profile = reducer->Finish(std::move(*metadata), source.classify_platform());
+  // Read as Kineto, its events hold no kernels: refused, never reported as an empty trace.
+  if (rocprof_v1_keys && profile.events > 0 && profile.kernel_count == 0) {
+    return UnsupportedTraceError(
+        StrCat(path,
+               ": not a Kineto trace: a rocprof v1 (roctracer) Chrome trace, by its "
+               "otherData key and events without kernel categories; profile with "
+               "torch.profiler instead"));
+  }
   cpu.read = source.read_cpu_seconds() + parallel_read;
   cpu.parallel_read = source.random_access();
   cpu.inflate = source.inflate_cpu_seconds();
