@@ -12,6 +12,12 @@ void ReserveFor(std::vector<T>* v, size_t n) {
   if (n > v->capacity()) v->reserve(std::max(n, v->capacity() + v->capacity() / 4 + 16));
 }
 
+// AppendCopies() appends `times` copies of `value` to `v`.
+void AppendCopies(std::vector<uint16_t>* v, uint64_t times, uint16_t value) {
+  ReserveFor(v, v->size() + times);
+  v->insert(v->end(), times, value);
+}
+
 }  // namespace
 
 // --- LaunchJoin ---------------------------------------------------------------------------------
@@ -168,7 +174,7 @@ std::pair<LaunchJoin::KnownLaunch*, bool> LaunchJoin::Generation::Insert(
     int64_t correlation, const KnownLaunch& launch) {
   if (KnownLaunch* in = Find(correlation)) return {in, false};
   max_ = std::max(max_, correlation);
-  if (slots_.empty() && in_slots_ == 0) first_ = correlation;
+  if (slots_.empty()) first_ = correlation;
   const uint64_t slot = static_cast<uint64_t>(correlation) - static_cast<uint64_t>(first_);
   if (slot < slots_.size() || slot < 2 * in_slots_ + kSlack) {
     if (slot >= slots_.size()) {
@@ -275,9 +281,7 @@ void LaunchJoin::ValueSet::Add(int64_t value, uint64_t times) {
       return;
     }
     for (const auto& [v, count] : counts_) {
-      std::vector<uint16_t>& values = buckets_[v >> 16];
-      ReserveFor(&values, values.size() + count);
-      values.insert(values.end(), count, static_cast<uint16_t>(v & 0xffff));
+      AppendCopies(&buckets_[v >> 16], count, static_cast<uint16_t>(v & 0xffff));
     }
     counts_.clear();
     last_count_ = nullptr;
@@ -287,8 +291,7 @@ void LaunchJoin::ValueSet::Add(int64_t value, uint64_t times) {
     last_bucket_ = &buckets_[bucket];  // may move the others: the pointer is this one's
     last_bucket_key_ = bucket;
   }
-  ReserveFor(last_bucket_, last_bucket_->size() + times);
-  last_bucket_->insert(last_bucket_->end(), times, static_cast<uint16_t>(value & 0xffff));
+  AppendCopies(last_bucket_, times, static_cast<uint16_t>(value & 0xffff));
 }
 
 void LaunchJoin::ValueSet::AddAll(const ValueSet& other) {
