@@ -184,6 +184,33 @@ def add_generated_traces(seeds, gen, work):
         seeds.add(f"hand{i}", handover(PLAIN) + text.encode())
 
 
+def add_vendor_files(seeds, work, shared):
+    """The vendors' formats (importer.h): the small files of every schema that
+    tests/oracles/make_vendor_traces.py writes, plain and (JSON only) gzipped, the head of the
+    real nsys export cut (a database cut short), and the rocprofv3 fixture's first bytes."""
+    subprocess.run([sys.executable, os.path.join(REPO, "tests", "oracles",
+                                                 "make_vendor_traces.py"), work], check=True)
+    for name in sorted(os.listdir(work)):
+        path = os.path.join(work, name)
+        if name.endswith(".json.gz"):
+            with gzip.open(path, "rb") as f:
+                data = f.read()
+            seeds.add(f"vendor_{name}", handover(PLAIN) + data[:60 << 10])
+            seeds.add(f"vendor_{name}_gzip", handover(GZIP) + data[:60 << 10])
+        elif name.endswith((".sqlite", ".db")):
+            with open(path, "rb") as f:
+                data = f.read()
+            if len(data) <= 64 << 10:
+                seeds.add(f"vendor_{name}", handover(PLAIN) + data)
+            seeds.add(f"vendor_{name}_cut", handover(PLAIN) + data[: len(data) * 3 // 5])
+    if shared:
+        real = os.path.join(shared, "traces", "real")
+        with open(os.path.join(real, "pipit_saxpy_nsys.sqlite"), "rb") as f:
+            seeds.add("vendor_pipit_nsys_head", handover(PLAIN) + f.read(48 << 10))
+        with gzip.open(os.path.join(real, "tl_rocprof_908_results.json.gz"), "rb") as f:
+            seeds.add("vendor_rocprofv3_head", handover(PLAIN) + f.read(48 << 10))
+
+
 def rule_files():
     files = [os.path.join(REPO, "data", "rules", f) for f in
              sorted(os.listdir(os.path.join(REPO, "data", "rules")))]
@@ -252,6 +279,7 @@ def main():
     work = os.path.join(args.out, "generated")
     os.makedirs(work, exist_ok=True)
     add_generated_traces(traces, args.gen, work)
+    add_vendor_files(traces, os.path.join(work, "vendor"), shared)
     rules = Seeds(args.out, "rules")
     add_rules(rules)
     names = Seeds(args.out, "classify")

@@ -1,6 +1,7 @@
 // trace_fuzzer: any bytes as a whole trace, read the way `tracefuse` reads a file: through
 // ProfileTraces (pipeline/flow_graph.h), so through the byte source (plain, gzip, zstd), the
-// chunker and the exact splitter, the chunk parser, classification and the reducer.
+// chunker and the exact splitter, the chunk parser, classification and the reducer; or, for the
+// vendors' formats (an SQLite database, rocprofv3 JSON), through their importers.
 //
 // Byte 0 of an input says how the rest reaches the reader (Handover); the rest is the trace. The
 // trace is written to a memfd and read by its /proc path: a regular file, so plain input is cut
@@ -120,9 +121,11 @@ std::string Compress(std::string_view text, const Handover& h) {
   return out;
 }
 
-// LooksCompressed() is true for text that the reader would take for gzip or zstd by its first
-// bytes (io.cc's Sniff): compressing it again does not give the reader the same bytes.
-bool LooksCompressed(std::string_view text) {
+// ReadFromTheFile() is true for text that the reader would take for gzip or zstd by its first
+// bytes (io.cc's Sniff), or for an SQLite database, which is read from the file itself, not
+// inflated: compressing it does not give the reader the same bytes.
+bool ReadFromTheFile(std::string_view text) {
+  if (text.substr(0, 16) == std::string_view("SQLite format 3\0", 16)) return true;
   const auto byte = [text](size_t i) { return static_cast<unsigned char>(text[i]); };
   if (text.size() >= 2 && byte(0) == 0x1f && byte(1) == 0x8b) return true;
   if (text.size() < 4) return false;
@@ -275,7 +278,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // reading of the bytes written.
   std::optional<Outcome> reference;
   const bool compressed = handover.format != Handover::kPlain;
-  if (compressed && !handover.truncate && !LooksCompressed(text)) {
+  if (compressed && !handover.truncate && !ReadFromTheFile(text)) {
     file.Write(text);
     reference = Read(file, kReadings[0], classifier, &profile);
   }

@@ -16,6 +16,9 @@ import time
 
 CACHE = ".bench-cache"
 SCALING = "--scaling" in sys.argv[1:]
+VENDOR_ONLY = "--vendor" in sys.argv[1:]
+# The Kineto trace whose GPU work the vendor-format rows read in each format.
+VENDOR_SIZE = os.environ.get("BENCH_VENDOR_SIZE", "1G")
 SIZES = os.environ.get("BENCH_SIZES", "1G" if SCALING else "1G 4G").split()
 # The generator's layouts to measure; Kineto's (what PyTorch writes) is reported first.
 LAYOUTS = sorted(os.environ.get("BENCH_LAYOUTS", "kineto lines compact").split(),
@@ -498,10 +501,76 @@ def scaling_table():
               f"serial stages run beside the parallel ones), {total / serial:.2f}x on any number of cores.")
 
 
+def timed_cpu(cmd):
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of a shell command."""
+    out = subprocess.run(["/usr/bin/time", "-f", "TIME %e %U %S %M", "sh", "-c", cmd + " >/dev/null"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"failed: {cmd}\n{out.stderr}")
+    _, wall, user, system, rss = [l for l in out.stderr.splitlines() if l.startswith("TIME ")][-1].split()
+    return float(wall), float(user) + float(system), int(rss) / 1024
+
+
+def vendor_files():
+    """The NVIDIA trace of VENDOR_SIZE (one event per line), its GPU side as an nsys export and a
+    rocprofv3 JSON file (bench/kineto_to_vendor.py), and that export grown to 1 GiB, all cached."""
+    kineto = prepare(VENDOR_SIZE, "lines", gz=False)["nvidia"]
+    stem = kineto[: -len(".json")]
+    nsys, rocprofv3, grown = f"{stem}.sqlite", f"{stem}_results.json", f"{stem}_1gib.sqlite"
+    if not os.path.exists(nsys) or not os.path.exists(rocprofv3):
+        print(f"converting {kineto} to {nsys} and {rocprofv3}", file=sys.stderr)
+        sh(f"python3 bench/kineto_to_vendor.py {kineto} {nsys}.tmp {rocprofv3}.tmp && "
+           f"mv {nsys}.tmp {nsys} && mv {rocprofv3}.tmp {rocprofv3}")
+    if not os.path.exists(grown):
+        print(f"growing {nsys} into {grown}", file=sys.stderr)
+        sh(f"cp {nsys} {grown}.tmp && python3 -c 'import sys; sys.path.insert(0, \"bench\"); "
+           f"import kineto_to_vendor as k; k.grow(\"{grown}.tmp\", 1 << 30)' && "
+           f"mv {grown}.tmp {grown}")
+    for path in (kineto, nsys, rocprofv3, grown):
+        settle_page_cache(path)
+    return kineto, nsys, rocprofv3, grown
+
+
+def vendor_formats():
+    """`stats` of the same kernels as a Kineto trace, an nsys export and a rocprofv3 file,
+    interleaved: medians of wall and CPU seconds, per kernel, peak RSS; then `stats` of the nsys
+    export grown to 1 GiB, against the small one, for memory."""
+    kineto, nsys, rocprofv3, grown = vendor_files()
+    kernels = json.loads(subprocess.run([TF, "stats", nsys, "--format", "json"], check=True,
+                                        capture_output=True, text=True).stdout)["kernels"]
+    big_kernels = json.loads(subprocess.run([TF, "stats", grown, "--format", "json"], check=True,
+                                            capture_output=True, text=True).stdout)["kernels"]
+    cases = [("Kineto JSON", kineto, kernels), ("Nsight Systems SQLite", nsys, kernels),
+             ("rocprofv3 JSON", rocprofv3, kernels), ("Nsight Systems SQLite, 1 GiB", grown,
+                                                       big_kernels)]
+    samples = {name: [] for name, _, _ in cases}
+    for _ in range(RUNS):
+        for name, path, _ in cases:
+            samples[name].append(timed_cpu(f"{TF} stats {path} --threads {THREADS}"))
+    base_wall = statistics.median(w for w, _, _ in samples["Kineto JSON"]) / kernels
+    base_cpu = statistics.median(c for _, c, _ in samples["Kineto JSON"]) / kernels
+    rows = []
+    for name, path, n in cases:
+        wall = statistics.median(w for w, _, _ in samples[name])
+        cpu = statistics.median(c for _, c, _ in samples[name])
+        rss = max(r for _, _, r in samples[name])
+        rows.append((name, f"{os.path.getsize(path) / 1e9:.3f}", f"{n:,}", f"{wall:.2f}",
+                     f"{cpu:.2f}", f"{wall / n * 1e9:.0f}", f"{cpu / n * 1e9:.0f}",
+                     f"{wall / n / base_wall:.2f} / {cpu / n / base_cpu:.2f}", f"{rss:.0f}"))
+    print(f"\nThe vendors' formats (`stats --threads {THREADS}`, the GPU work of the {VENDOR_SIZE} "
+          f"NVIDIA trace in each format, medians of {RUNS} interleaved runs):\n")
+    print_table(["format", "file GB", "kernels", "wall s", "CPU s", "wall ns/kernel",
+                 "CPU ns/kernel", "per kernel vs Kineto (wall / CPU)", "peak RSS MB"],
+                "---|---:|---:|---:|---:|---:|---:|---:|---:", rows)
+
+
 def main():
     os.makedirs(CACHE, exist_ok=True)
     if SCALING:
         scaling_table()
+        return
+    if VENDOR_ONLY:
+        vendor_formats()
         return
     old = [p for p in glob.glob(f"{CACHE}/*.json*") if os.path.basename(p).count("_") == 1]
     if old:
@@ -549,6 +618,7 @@ def main():
           f"medians of {RUNS} interleaved runs):\n")
     print_table(["run", "input GB", "median s", "GB/s", "peak RSS MB", "against compare 1G pair"],
                 "---|---:|---:|---:|---:|---", batch_rows)
+    vendor_formats()
     print()
     print_table(["target (issues 5, 12, 13, 15, 28)", "measured", ""], "---|---:|---",
                 [(target, value, "met" if met else "NOT MET") for target, value, met in targets])

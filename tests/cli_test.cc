@@ -1,4 +1,5 @@
 // End-to-end tests of the tracefuse binary: exit codes, the one-line error messages, outputs.
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -68,8 +69,8 @@ TEST(Cli, EachBadInputGetsItsOwnMessageAndExitCode) {
        R"j(],"otherData":{"CPU model":"AMD EPYC"}})j",
        1,
        "results.json: not a Kineto trace: a rocprof v1 (roctracer) Chrome trace, by its "
-       "otherData key and events without kernel categories; profile with torch.profiler "
-       "instead"},
+       "otherData key and events without kernel categories; profile with rocprofv3 "
+       "(--output-format json or rocpd) or torch.profiler instead"},
       {"badevent.json", R"({"traceEvents": [{"cat": "kernel", "ts": 1,, "dur": 2}]})", 1,
        "badevent.json: malformed JSON at byte 43: The JSON document has an improper structure: "
        "missing or superfluous commas, braces, missing keys, etc."},
@@ -86,6 +87,82 @@ TEST(Cli, EachBadInputGetsItsOwnMessageAndExitCode) {
   RunResult r = RunCommand(Bin() + " stats " + dir.path());
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.err, "tracefuse: error: " + dir.path() + ": is a directory\n");
+}
+
+// WriteDatabase() makes an SQLite database at `path` from `sql`.
+void WriteDatabase(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+// The vendors' formats that cannot be read get one line naming the file, exit 1; never 0
+// kernels and exit 0.
+TEST(Cli, VendorFilesThatCannotBeReadGetOneLine) {
+  testing::TempDir dir;
+  const std::string nsys = dir.path() + "/whole.sqlite";
+  std::string rows;
+  for (int i = 0; i < 400; ++i) {
+    rows += StrCat("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (", 1000 * i, ", ",
+                   1000 * i + 500, ", 0, 7, ", i, ", 0, 1);");
+  }
+  WriteDatabase(nsys,
+                "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);"
+                "INSERT INTO StringIds VALUES (1, 'gemm');"
+                "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, "
+                "deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER, "
+                "demangledName INTEGER);" +
+                    rows);
+  std::ifstream in(nsys, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 8192u);
+  dir.File("cut.sqlite", bytes.substr(0, bytes.size() - 4096));
+  dir.File("garbage.sqlite", std::string("SQLite format 3\0", 16) + std::string(200, 'x'));
+  WriteDatabase(dir.path() + "/other.db", "CREATE TABLE notes (text TEXT);");
+  WriteDatabase(dir.path() + "/rocpd.db",
+                "CREATE TABLE rocpd_metadata (tag TEXT, value TEXT);"
+                "INSERT INTO rocpd_metadata VALUES ('schema_version', '4');");
+  dir.File("cut_results.json", R"({"rocprofiler-sdk-tool": [{"metadata": {"pid": 1}, "agents": [)");
+  ASSERT_EQ(RunCommand("sh -c 'gzip -c " + nsys + " > " + nsys + ".gz'").exit_code, 0);
+  const std::pair<const char*, const char*> cases[] = {
+      {"cut.sqlite",
+       "cut.sqlite: not a database tracefuse can read: database disk image is malformed"},
+      {"garbage.sqlite",
+       "garbage.sqlite: not a database tracefuse can read: file is not a database"},
+      {"other.db",
+       "other.db: an SQLite database, but neither an Nsight Systems export (no StringIds table) "
+       "nor a rocpd database (no rocpd_ tables)"},
+      {"rocpd.db",
+       "rocpd.db: a rocpd database without its 'kernels' view: tracefuse reads rocpd schema 3 "
+       "(ROCm 7)"},
+      {"whole.sqlite.gz",
+       "whole.sqlite.gz: a gzip-compressed SQLite database: decompress it first"},
+      {"cut_results.json",
+       "cut_results.json: malformed JSON at byte 62: JSON document ended early in the middle of "
+       "an object or array."},
+  };
+  for (const auto& [file, message] : cases) {
+    RunResult r = RunCommand(Bin() + " stats " + dir.path() + "/" + file);
+    EXPECT_EQ(r.exit_code, 1) << file;
+    EXPECT_EQ(r.err, StrCat("tracefuse: error: ", dir.path(), "/", message, "\n")) << file;
+    EXPECT_EQ(r.out, "") << file;
+  }
+  RunResult whole = RunCommand(Bin() + " stats " + nsys);
+  EXPECT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_NE(whole.out.find("kernels                    400\n"), std::string::npos) << whole.out;
+  // The op-level comparison needs CPU operators: in these formats, the ranges of emit_nvtx.
+  for (const std::string command : {" ops ", " compare --by-op "}) {
+    RunResult ops = RunCommand(Bin() + command + nsys + " " + nsys);
+    EXPECT_EQ(ops.exit_code, 1) << command;
+    EXPECT_EQ(ops.err, StrCat("tracefuse: error: ", nsys,
+                              ": Nsight Systems SQLite without operator ranges, which the op-level "
+                              "comparison aligns: profile with "
+                              "torch.autograd.profiler.emit_nvtx(), or with torch.profiler, or "
+                              "compare without --by-op\n"))
+        << command;
+  }
 }
 
 // --lenient reads a trace cut short up to its last complete event, from a file or a pipe, and says

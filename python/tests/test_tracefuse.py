@@ -184,6 +184,18 @@ def test_stats_and_breakdown_equal_the_clis_json(pair):
     assert tracefuse.breakdown(pair[1], by_op=True) == json.loads(out)
 
 
+@pytest.mark.parametrize("name", ["pipit_saxpy_nsys.sqlite", "tl_rocprof_908_results.json.gz"])
+def test_vendor_files_read_as_the_cli_reads_them(name):
+    trace = SHARED / "traces" / "real" / name
+    if not trace.exists():
+        pytest.skip(f"{trace} (../shared) is not present on this machine")
+    timings = ("elapsed_seconds", "gb_per_second", "cpu_seconds")
+    out, _err = cli("stats", trace, "--format", "json")
+    assert without(tracefuse.stats(trace), *timings) == without(json.loads(out), *timings)
+    out, _err = cli("breakdown", trace, "--format", "json")
+    assert tracefuse.breakdown(trace) == json.loads(out)
+
+
 def test_breakdown_by_op_gives_each_category_its_tflops():
     trace = SHARED / "traces" / "real" / "tl_h100_timesformer.json.gz"
     if not trace.exists():

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "tracefuse/base/strings.h"
+#include "tracefuse/parse/importer.h"
 #include "tracefuse/pipeline/flow_graph.h"
 
 namespace tracefuse {
@@ -14,12 +15,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool IsTraceFile(const std::string& name) {
+// IsTraceFile() tells a trace by its name: JSON (the PyTorch profiler's, rocprofv3's), plain or
+// compressed; or an SQLite database (Nsight Systems and rocpd exports) by its name and content.
+bool IsTraceFile(const fs::path& path) {
+  const std::string name = path.filename().string();
   auto ends_with = [&](std::string_view suffix) {
     return name.size() > suffix.size() &&
            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return ends_with(".json") || ends_with(".json.gz") || ends_with(".json.zst");
+  if (ends_with(".json") || ends_with(".json.gz") || ends_with(".json.zst")) return true;
+  if (!ends_with(".sqlite") && !ends_with(".sqlite3") && !ends_with(".db")) return false;
+  absl::StatusOr<TraceFormat> format = DetectTraceFormat(path.string());
+  return format.ok() && *format != TraceFormat::kKineto;
 }
 
 // TracesIn() lists a directory's trace files (absolute paths), sorted by name.
@@ -29,7 +36,7 @@ absl::StatusOr<std::vector<fs::path>> TracesIn(const std::string& dir) {
   if (ec) return absl::NotFoundError(StrCat(dir, ": ", ec.message()));
   std::vector<fs::path> traces;
   for (const fs::directory_entry& entry : it) {
-    if (entry.is_regular_file(ec) && IsTraceFile(entry.path().filename().string())) {
+    if (entry.is_regular_file(ec) && IsTraceFile(entry.path())) {
       traces.push_back(fs::absolute(entry.path()).lexically_normal());
     }
   }
@@ -104,7 +111,8 @@ absl::StatusOr<Pairing> PairByRank(const std::string& dir1, const std::string& d
 // LabelFromName() makes a file name a label: its trace suffixes dropped, other characters than
 // letters, digits, '.', '_' and '-' replaced by '_'.
 std::string LabelFromName(std::string name) {
-  for (std::string_view suffix : {".gz", ".zst", ".json", ".pt.trace", ".trace"}) {
+  for (std::string_view suffix :
+       {".gz", ".zst", ".json", ".pt.trace", ".trace", ".sqlite", ".sqlite3", ".db"}) {
     if (name.size() > suffix.size() &&
         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
       name.resize(name.size() - suffix.size());

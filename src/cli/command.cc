@@ -113,7 +113,9 @@ void AddMinGroupSizeOption(CLI::App* cmd, uint32_t* min_group_size) {
 CLI::App* AddOneTraceCommand(CLI::App* app, const std::string& name, const std::string& about,
                              const std::vector<std::string>& formats, OneTraceArgs* a) {
   CLI::App* cmd = app->add_subcommand(name, about);
-  cmd->add_option("TRACE", a->trace, "trace file (.json, .json.gz or .json.zst; - for stdin)")
+  cmd->add_option("TRACE", a->trace,
+                  "trace file: Kineto or rocprofv3 JSON (.json, .json.gz, .json.zst; - for stdin: "
+                  "Kineto), or an Nsight Systems or rocpd SQLite database")
       ->required();
   cmd->add_option("--format", a->format, "output format")
       ->check(CLI::IsMember(formats))

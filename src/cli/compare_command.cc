@@ -33,8 +33,11 @@ int RunCompare(const CompareArgs& a) {
 CLI::App* Declare(CLI::App* app, CompareArgs* a) {
   CLI::App* cmd = app->add_subcommand(
       "compare", "Compare two traces (e.g. AMD vs NVIDIA): which platform fuses which operations");
-  cmd->add_option("TRACE1", a->trace1, "first trace (.json, .json.gz or .json.zst)")->required();
-  cmd->add_option("TRACE2", a->trace2, "second trace (.json, .json.gz or .json.zst)")->required();
+  cmd->add_option("TRACE1", a->trace1,
+                  "first trace: Kineto or rocprofv3 JSON (.json, .json.gz, .json.zst), or an "
+                  "Nsight Systems or rocpd database")
+      ->required();
+  cmd->add_option("TRACE2", a->trace2, "second trace, of any of the same formats")->required();
   cmd->add_option("--format", a->format,
                   "text and markdown for people; html is one self-contained page for a browser "
                   "(bars, aligned groups, drill-downs); json keeps wafer's schema (plus a "

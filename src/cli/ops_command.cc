@@ -58,8 +58,11 @@ CLI::App* Declare(CLI::App* app, OpsArgs* a) {
       "ops",
       "Compare two traces op by op: which PyTorch operator is slower on which side, and "
       "which kernels each side runs for it");
-  cmd->add_option("TRACE1", a->trace1, "first trace (.json, .json.gz or .json.zst)")->required();
-  cmd->add_option("TRACE2", a->trace2, "second trace (.json, .json.gz or .json.zst)")->required();
+  cmd->add_option("TRACE1", a->trace1,
+                  "first trace (.json, .json.gz or .json.zst: the PyTorch profiler's, which "
+                  "records CPU operators)")
+      ->required();
+  cmd->add_option("TRACE2", a->trace2, "second trace (likewise)")->required();
   cmd->add_option("--format", a->format,
                   "text and markdown for people; html one self-contained page (no script, "
                   "nothing fetched) with the example kernels aligned; json has every row (schema "

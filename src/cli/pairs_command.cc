@@ -29,7 +29,8 @@ CLI::App* Declare(CLI::App* app, PairsArgs* a) {
       "pairs",
       "Pair the traces of two runs (one per rank, say) into a manifest for `tracefuse batch`");
   cmd->add_option("DIR1", a->dir1,
-                  "directory of the first run's traces (.json, .json.gz, .json.zst)")
+                  "directory of the first run's traces (.json, .json.gz, .json.zst, and Nsight "
+                  "Systems or rocpd databases: .sqlite, .sqlite3, .db)")
       ->required();
   cmd->add_option("DIR2", a->dir2, "directory of the second run's traces")->required();
   cmd->add_option("--match", a->match,

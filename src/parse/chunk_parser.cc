@@ -202,6 +202,8 @@ void ParsedChunk::Clear() {
   categories.clear();
   kernels_with_bad_times = 0;
   kernels_without_name = 0;
+  whole_graph_replays = 0;
+  whole_graph_replay_ns = 0;
   transfers.clear();
   transfers_with_bad_times = 0;
   launches.clear();

@@ -4,6 +4,19 @@
 
 namespace tracefuse {
 
+std::string_view TraceFormatName(TraceFormat format) {
+  switch (format) {
+    case TraceFormat::kNsysSqlite:
+      return "Nsight Systems SQLite";
+    case TraceFormat::kRocprofv3Json:
+      return "rocprofv3 JSON";
+    case TraceFormat::kRocpdSqlite:
+      return "rocpd SQLite";
+    default:
+      return "Kineto JSON";
+  }
+}
+
 std::string_view PlatformName(Platform p) {
   switch (p) {
     case Platform::kAmd:
@@ -42,6 +55,16 @@ Platform DetectPlatform(const TraceMetadata& m, const EventEvidence& events,
     *evidence_out = std::move(why);
     return p;
   };
+  // A vendor's profiler traces its own GPUs only.
+  switch (m.format) {
+    case TraceFormat::kNsysSqlite:
+      return decide(Platform::kNvidia, "an Nsight Systems export");
+    case TraceFormat::kRocprofv3Json:
+    case TraceFormat::kRocpdSqlite:
+      return decide(Platform::kAmd, "a rocprofv3 output");
+    case TraceFormat::kKineto:
+      break;
+  }
   // The reference's rule first, so that both agree wherever it decides.
   if (m.roctracer_version_truthy) return decide(Platform::kAmd, "roctracer_version is set");
   if (m.warp_size == kAmdWarpSize)

@@ -25,6 +25,8 @@
 #include "tracefuse/base/strings.h"
 #include "tracefuse/io/byte_source.h"
 #include "tracefuse/parse/chunk_parser.h"
+#include "tracefuse/parse/importer.h"
+#include "tracefuse/parse/platform.h"
 #include "tracefuse/scan/event_chunker.h"
 
 namespace tracefuse {
@@ -101,6 +103,7 @@ void ReleaseParsers() { Parsers().clear(); }
 struct Work {
   EventChunk chunk;
   ParsedChunk parsed;
+  bool imported = false;           // `parsed` came from a TraceImporter: there is no chunk to parse
   std::vector<RuleId> name_rules;  // per distinct name of `parsed`
   ChunkSummary summary;
   absl::Status status;  // of the parse
@@ -402,8 +405,8 @@ absl::StatusOr<TraceProfile> FinishProfile(const std::string& path, const ChunkS
     return UnsupportedTraceError(
         StrCat(path,
                ": not a Kineto trace: a rocprof v1 (roctracer) Chrome trace, by its "
-               "otherData key and events without kernel categories; profile with "
-               "torch.profiler instead"));
+               "otherData key and events without kernel categories; profile with rocprofv3 "
+               "(--output-format json or rocpd) or torch.profiler instead"));
   }
   cpu.read = source.read_cpu_seconds() + parallel_read;
   cpu.parallel_read = source.random_access();
@@ -418,6 +421,53 @@ absl::StatusOr<TraceProfile> FinishProfile(const std::string& path, const ChunkS
   profile.compression = std::string(source.compression());
   profile.rejected_cuts = source.rejected_cuts();
   profile.truncated = source.Truncated();
+  profile.elapsed_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return profile;
+}
+
+// TraceInput is what a trace is read from: its bytes (a Kineto trace, cut into chunks and parsed)
+// or an importer of another format.
+struct TraceInput {
+  std::unique_ptr<ByteSource> bytes;
+  std::unique_ptr<TraceImporter> importer;
+};
+
+// OpenInput() opens `path`, of `format`, for one pass.
+absl::StatusOr<TraceInput> OpenInput(const std::string& path, TraceFormat format,
+                                     const PipelineOptions& options) {
+  TraceInput input;
+  if (format == TraceFormat::kKineto) {
+    absl::StatusOr<std::unique_ptr<ByteSource>> bytes = OpenSource(path, SourceOptionsFor(options));
+    if (!bytes.ok()) return bytes.status();
+    input.bytes = std::move(*bytes);
+  } else {
+    ImportOptions import;
+    import.host_activity = options.host_activity;
+    absl::StatusOr<std::unique_ptr<TraceImporter>> importer =
+        OpenTraceImporter(path, format, import);
+    if (!importer.ok()) return importer.status();
+    input.importer = std::move(*importer);
+  }
+  return input;
+}
+
+// ImportedPlatform() is the platform of an imported trace's format.
+Platform ImportedPlatform(const TraceImporter& importer) {
+  std::string why;
+  return DetectPlatform(importer.metadata(), {}, {}, &why);
+}
+
+// FinishImport() completes an imported trace, as FinishProfile() a Kineto one.
+TraceProfile FinishImport(const std::string& path, const TraceImporter& importer,
+                          TraceReducer* reducer, StageCpuSeconds cpu,
+                          std::chrono::steady_clock::time_point started) {
+  const double merge_started = ThreadCpuSeconds();
+  TraceProfile profile = reducer->Finish(importer.metadata(), ImportedPlatform(importer));
+  cpu.merge = ThreadCpuSeconds() - merge_started;
+  profile.cpu_seconds = cpu;
+  profile.path = path;
+  profile.input_bytes = profile.file_bytes = importer.bytes_read();
   profile.elapsed_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return profile;
@@ -455,13 +505,13 @@ CpuSideReading CpuSideReadingFor(const std::string& path, const PipelineOptions&
 class TraceRun {
  public:
   // `events_wanted`: stop once the chunks reduced hold that many events (0: read everything).
-  TraceRun(const std::string& path, std::unique_ptr<ByteSource> bytes,
-           std::shared_ptr<const Classifier> classifier, const PipelineOptions& options,
-           size_t threads, SharedProgress* progress, size_t trace_index, uint64_t events_wanted = 0,
+  TraceRun(const std::string& path, TraceInput input, std::shared_ptr<const Classifier> classifier,
+           const PipelineOptions& options, size_t threads, SharedProgress* progress,
+           size_t trace_index, uint64_t events_wanted = 0,
            GpuTimelineReading gpu_timeline = GpuTimelineReading::kStream)
       : path_(path),
         threads_(threads),
-        source_(path, std::move(bytes), options, progress, trace_index),
+        importer_(std::move(input.importer)),
         parse_options_{options.host_activity},
         keep_kernel_records_(options.keep_kernel_records),
         events_wanted_(events_wanted),
@@ -472,9 +522,11 @@ class TraceRun {
         classifier_(classifier),
         classifiers_([this, classifier] {
           // Each thread's cache is made on its first chunk, after the platform is detected.
-          return CachedClassifier(classifier, source_.classify_platform());
+          return CachedClassifier(classifier, ClassifyPlatform());
         }),
-        pool_(options.chunk_bytes) {}
+        pool_(options.chunk_bytes) {
+    if (!importer_) source_.emplace(path, std::move(input.bytes), options, progress, trace_index);
+  }
 
   // RecordCpuWaits() has the reducer keep the cpu_wait part of each gap (TraceReducer's).
   void RecordCpuWaits() { reducer_.RecordCpuWaits(); }
@@ -484,17 +536,24 @@ class TraceRun {
       absl::Status pass = RunPass();
       if (!pass.ok()) return pass;
       if (!rejected_) break;
-      absl::Status restarted = source_.Restart(*rejected_);
+      absl::Status restarted = source_->Restart(*rejected_);
       if (!restarted.ok()) return restarted;
       rejected_.reset();
     }
     // A run for the first events wants only what they hold, not the trace's top-level keys.
-    if (events_wanted_ > 0) return reducer_.Finish(TraceMetadata(), source_.classify_platform());
+    if (events_wanted_ > 0) {
+      return reducer_.Finish(importer_ ? importer_->metadata() : TraceMetadata(),
+                             ClassifyPlatform());
+    }
     auto seconds = [&](ParallelStage s) { return double(parallel_cpu_ns_[s].load()) * 1e-9; };
     cpu_.parse = seconds(kParse);
     cpu_.classify = seconds(kClassify);
     cpu_.summarize = seconds(kSummarize);
-    return FinishProfile(path_, source_, &reducer_, cpu_, seconds(kRead), started);
+    if (importer_) {
+      cpu_.read = import_cpu_;
+      return FinishImport(path_, *importer_, &reducer_, cpu_, started);
+    }
+    return FinishProfile(path_, *source_, &reducer_, cpu_, seconds(kRead), started);
   }
 
  private:
@@ -502,7 +561,9 @@ class TraceRun {
   Work* ParseAndClassify(Work* w) {
     if (!stop_.load(std::memory_order_relaxed)) {
       const double parse_started = ThreadCpuSeconds();
-      w->status = Parsers().local().Parse(w->chunk, path_, &w->parsed, parse_options_);
+      w->status = w->imported
+                      ? absl::OkStatus()
+                      : Parsers().local().Parse(w->chunk, path_, &w->parsed, parse_options_);
       const double classify_started = ThreadCpuSeconds();
       if (w->status.ok()) classifiers_.local().ClassifyNames(w->parsed, &w->name_rules);
       const double summarize_started = ThreadCpuSeconds();
@@ -549,7 +610,7 @@ class TraceRun {
     tbb::flow::graph g;
     tbb::flow::input_node<Work*> read_and_cut(g, [&](tbb::flow_control& fc) -> Work* {
       Work* w = pool_.Acquire();
-      if (stop_.load(std::memory_order_relaxed) || !source_.Next(&w->chunk)) {
+      if (stop_.load(std::memory_order_relaxed) || !NextWork(w)) {
         pool_.Release(w);
         fc.stop();
         return nullptr;
@@ -577,12 +638,35 @@ class TraceRun {
     if (!reduce_error_.ok()) return reduce_error_;
     // The source's own error, if any, lies beyond: the reader may have run ahead to it.
     if (rejected_ || has_events_wanted_) return absl::OkStatus();
-    return source_.status();
+    return importer_ ? import_status_ : source_->status();
+  }
+
+  // NextWork() gives `w` the next chunk, to parse or imported; false at the end of the input or
+  // on an error.
+  bool NextWork(Work* w) {
+    w->imported = importer_ != nullptr;
+    if (!importer_) return source_->Next(&w->chunk);
+    const double started = ThreadCpuSeconds();
+    absl::StatusOr<bool> more = importer_->Next(&w->parsed);
+    import_cpu_ += ThreadCpuSeconds() - started;
+    if (!more.ok()) import_status_ = more.status();
+    if (!more.ok() || !*more) return false;
+    w->chunk.seq = w->parsed.seq;
+    return true;
+  }
+
+  // ClassifyPlatform() is the platform that names are classified with: the importer's, or what
+  // the Kineto trace's leading keys say.
+  Platform ClassifyPlatform() const {
+    return importer_ ? ImportedPlatform(*importer_) : source_->classify_platform();
   }
 
   const std::string& path_;
   size_t threads_;
-  ChunkSource source_;
+  std::unique_ptr<TraceImporter> importer_;  // null for a Kineto trace
+  std::optional<ChunkSource> source_;        // a Kineto trace's
+  absl::Status import_status_;
+  double import_cpu_ = 0;
   ParseOptions parse_options_;
   bool keep_kernel_records_;
   uint64_t events_wanted_;
@@ -602,16 +686,17 @@ class TraceRun {
 // ReadCpuSideAgain() reads again the CPU events that came before the chunk where `profile`'s
 // CPU side fell out of order, which its stream did not keep, and puts them before the rest: the
 // any-order path then sees the whole CPU side.
-absl::Status ReadCpuSideAgain(const std::string& path, std::shared_ptr<const Classifier> classifier,
+absl::Status ReadCpuSideAgain(const std::string& path, TraceFormat format,
+                              std::shared_ptr<const Classifier> classifier,
                               const PipelineOptions& options, size_t threads,
                               TraceProfile* profile) {
   PipelineOptions again = options;
   again.keep_kernel_records = false;
   again.stream_cpu_side = false;
   const uint64_t end = profile->host.events_read_again;
-  absl::StatusOr<std::unique_ptr<ByteSource>> bytes = OpenSource(path, SourceOptionsFor(again));
-  if (!bytes.ok()) return bytes.status();
-  TraceRun run(path, std::move(*bytes), std::move(classifier), again, threads, nullptr, 0, end);
+  absl::StatusOr<TraceInput> input = OpenInput(path, format, again);
+  if (!input.ok()) return input.status();
+  TraceRun run(path, std::move(*input), std::move(classifier), again, threads, nullptr, 0, end);
   absl::StatusOr<TraceProfile> before = run.Run(std::chrono::steady_clock::now());
   if (!before.ok()) return before.status();
   TraceHost& host = before->host;
@@ -628,16 +713,16 @@ absl::Status ReadCpuSideAgain(const std::string& path, std::shared_ptr<const Cla
 
 // ReadGpuTimelineAgain() measures the GPU timeline of a trace whose sweep met its events out of
 // order, by reading it again and collecting them.
-absl::Status ReadGpuTimelineAgain(const std::string& path,
+absl::Status ReadGpuTimelineAgain(const std::string& path, TraceFormat format,
                                   std::shared_ptr<const Classifier> classifier,
                                   const PipelineOptions& options, size_t threads,
                                   TraceProfile* profile) {
   PipelineOptions again = options;
   again.keep_kernel_records = false;
   again.host_activity = false;
-  absl::StatusOr<std::unique_ptr<ByteSource>> bytes = OpenSource(path, SourceOptionsFor(again));
-  if (!bytes.ok()) return bytes.status();
-  TraceRun run(path, std::move(*bytes), std::move(classifier), again, threads, nullptr, 0, 0,
+  absl::StatusOr<TraceInput> input = OpenInput(path, format, again);
+  if (!input.ok()) return input.status();
+  TraceRun run(path, std::move(*input), std::move(classifier), again, threads, nullptr, 0, 0,
                GpuTimelineReading::kCollect);
   if (options.host_activity) run.RecordCpuWaits();  // the first pass read the CPU side
   absl::StatusOr<TraceProfile> whole = run.Run(std::chrono::steady_clock::now());
@@ -707,9 +792,11 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
                                       const PipelineOptions& options, size_t threads,
                                       SharedProgress* progress, size_t trace_index) {
   auto started = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<ByteSource>> bytes = OpenSource(path, SourceOptionsFor(options));
-  if (!bytes.ok()) return bytes.status();
-  TraceRun run(path, std::move(*bytes), classifier, options, threads, progress, trace_index);
+  absl::StatusOr<TraceFormat> format = DetectTraceFormat(path);
+  if (!format.ok()) return format.status();
+  absl::StatusOr<TraceInput> input = OpenInput(path, *format, options);
+  if (!input.ok()) return input.status();
+  TraceRun run(path, std::move(*input), classifier, options, threads, progress, trace_index);
   absl::StatusOr<TraceProfile> profile = run.Run(started);
   if (!profile.ok()) return profile;
   TraceHost& host = profile->host;
@@ -720,11 +807,12 @@ absl::StatusOr<TraceProfile> RunGraph(const std::string& path,
   bool read_again =
       host.events_read_again > 0 || profile->gpu_timeline.path == GpuTimelinePath::kReadAgain;
   if (host.events_read_again > 0) {
-    absl::Status again = ReadCpuSideAgain(path, classifier, options, threads, &*profile);
+    absl::Status again = ReadCpuSideAgain(path, *format, classifier, options, threads, &*profile);
     if (!again.ok()) return again;
   }
   if (profile->gpu_timeline.path == GpuTimelinePath::kReadAgain) {
-    absl::Status again = ReadGpuTimelineAgain(path, classifier, options, threads, &*profile);
+    absl::Status again =
+        ReadGpuTimelineAgain(path, *format, classifier, options, threads, &*profile);
     if (!again.ok()) return again;
   }
   if (profile->cpu_ops_by_thread != nullptr) {  // the GPU timeline is complete
@@ -773,6 +861,13 @@ absl::StatusOr<std::vector<TraceProfile>> ProfileInArena(
 }  // namespace
 
 absl::StatusOr<TraceMetadata> ReadLeadingMetadata(const std::string& path) {
+  absl::StatusOr<TraceFormat> format = DetectTraceFormat(path);
+  if (!format.ok()) return format.status();
+  if (*format != TraceFormat::kKineto) {  // no top-level keys, and no rank
+    TraceMetadata metadata;
+    metadata.format = *format;
+    return metadata;
+  }
   absl::StatusOr<std::unique_ptr<ByteSource>> bytes = OpenSource(path);
   if (!bytes.ok()) return bytes.status();
   EventSplitter splitter(path);
@@ -802,6 +897,22 @@ absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
 }
 
 namespace {
+
+// RecordsCpuOperators() refuses, for the op-level comparison, an imported trace without operator
+// ranges: the vendors' profilers record PyTorch's operators only as NVTX or roctx ranges, where
+// torch.autograd.profiler.emit_nvtx() wrote them.
+absl::Status RecordsCpuOperators(const PerSide<TraceProfile>& traces) {
+  for (Side side : kSides) {
+    const TraceProfile& p = traces[side];
+    if (p.metadata.format == TraceFormat::kKineto || HasCpuOps(p)) continue;
+    return UnsupportedTraceError(
+        StrCat(p.path, ": ", TraceFormatName(p.metadata.format),
+               " without operator ranges, which the op-level comparison aligns: profile with "
+               "torch.autograd.profiler.emit_nvtx(), or with torch.profiler, or compare without "
+               "--by-op"));
+  }
+  return absl::OkStatus();
+}
 
 // OpLinks are the op trees of two traces.
 struct OpLinks {
@@ -844,6 +955,9 @@ absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::st
   if (!profiles.ok()) return profiles.status();
   Comparison c;
   c.traces = {{std::move((*profiles)[0]), std::move((*profiles)[1])}};
+  if (by_op != nullptr) {
+    if (absl::Status st = RecordsCpuOperators(c.traces); !st.ok()) return st;
+  }
   OpLinks links;
   if (by_op != nullptr) links.Link(arena, &c.traces);
   auto merged = std::chrono::steady_clock::now();
@@ -893,6 +1007,7 @@ absl::StatusOr<OperatorComparison> CompareOperators(const std::string& path1,
       ProfileInArena(arena, threads, {path1, path2}, std::move(classifier), options);
   if (!profiles.ok()) return profiles.status();
   c.traces = {{std::move((*profiles)[0]), std::move((*profiles)[1])}};
+  if (absl::Status st = RecordsCpuOperators(c.traces); !st.ok()) return st;
   OpLinks links;
   links.Link(arena, &c.traces);
   auto read = std::chrono::steady_clock::now();

@@ -272,6 +272,8 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary
   p.events += chunk.events;
   p.kernels_with_bad_times += chunk.kernels_with_bad_times;
   p.kernels_without_name += chunk.kernels_without_name;
+  p.whole_graph_replays += chunk.whole_graph_replays;
+  p.whole_graph_replay_ns += chunk.whole_graph_replay_ns;
   p.kernel_count += chunk.kernels.size();
   p.kernels_without_correlation += summary.kernels_without_correlation;
   p.evidence.Add(chunk.evidence);

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tracefuse/parse/trace_format.h"
 #include "tracefuse/scan/event_chunker.h"
 
 namespace tracefuse {
@@ -229,6 +230,10 @@ struct ParsedChunk {
   uint64_t kernels_with_bad_times = 0;
   // Kernel events whose name was missing or not a string (counted, kept with the name "").
   uint64_t kernels_without_name = 0;
+  // CUDA graph replays traced whole (nsys --cuda-graph-trace=graph): the file holds each replay's
+  // span, not its kernels. Counted with their time, never taken for kernels.
+  uint64_t whole_graph_replays = 0;
+  int64_t whole_graph_replay_ns = 0;
   // Memcpy and memset events, in trace order; those whose ts or dur was missing or not a number
   // are counted, not kept.
   std::vector<GpuTransfer> transfers;
@@ -278,8 +283,9 @@ class ChunkParser {
 
 // What tracefuse uses of the top-level keys (everything but the events).
 struct TraceMetadata {
-  std::vector<std::string> keys;        // top-level keys in file order
-  std::optional<std::string> gpu_name;  // deviceProperties[0].name
+  TraceFormat format = TraceFormat::kKineto;
+  std::vector<std::string> keys;        // top-level keys in file order (Kineto)
+  std::optional<std::string> gpu_name;  // deviceProperties[0].name, or the format's GPU table
   std::optional<int64_t> warp_size;     // deviceProperties[0].warpSize
   bool has_roctracer_version = false;
   bool roctracer_version_truthy = false;  // Python truthiness, as the reference tests it

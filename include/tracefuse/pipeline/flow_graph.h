@@ -85,7 +85,8 @@ absl::StatusOr<std::vector<TraceProfile>> ProfileTraces(
 
 // ReadLeadingMetadata() reads a trace only as far as its `traceEvents` array and parses the
 // top-level keys before it (Kineto writes deviceProperties and distributedInfo there): a few
-// kilobytes of a multi-gigabyte file. A file without events is read whole.
+// kilobytes of a multi-gigabyte file. A file without events is read whole. A file of another
+// format (importer.h) gives its format only.
 absl::StatusOr<TraceMetadata> ReadLeadingMetadata(const std::string& path);
 
 // Comparison is what CompareTraces() returns.

@@ -303,6 +303,9 @@ struct TraceProfile {
   EventEvidence evidence;
   uint64_t kernels_with_bad_times = 0;  // counted, taken as zero-length
   uint64_t kernels_without_name = 0;    // counted, kept with the name ""
+  // ParsedChunk's: graph replays whose kernels the file does not hold.
+  uint64_t whole_graph_replays = 0;
+  int64_t whole_graph_replay_ns = 0;
 
   std::shared_ptr<const Classifier> classifier;
   std::vector<std::string> names;

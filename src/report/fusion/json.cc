@@ -119,6 +119,7 @@ void TraceJson(Side s, const FusionSide& side, const std::vector<FusionTypeRow>&
   w->BeginObject();
   w->Field("label", side.label);
   w->Field("path", p.path);
+  w->Field("format", TraceFormatName(p.metadata.format));
   w->Field("platform", PlatformName(p.platform));
   w->Field("platform_evidence", p.platform_evidence);
   w->Field("gpu", p.gpu);

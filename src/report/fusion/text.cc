@@ -118,16 +118,23 @@ void FusionPage::Header() {
   }
 }
 
+// PlatformAndFormat() is the trace's platform, and the format it was read from where that is not
+// the PyTorch profiler's: "NVIDIA, Nsight Systems SQLite".
+std::string PlatformAndFormat(const TraceProfile& p) {
+  if (p.metadata.format == TraceFormat::kKineto) return std::string(PlatformName(p.platform));
+  return StrCat(PlatformName(p.platform), ", ", TraceFormatName(p.metadata.format));
+}
+
 std::string FusionPage::TraceLine(const FusionSide& side) const {
   const TraceProfile& p = *side.profile;
   if (markdown_) {
     return fmt::format("| {} | `{}` | {} | {} | {} | {:.3f} ms | {} |", side.label, p.path,
-                       PlatformName(p.platform), GpuText(p), Thousands(p.kernel_count),
+                       PlatformAndFormat(p), GpuText(p), Thousands(p.kernel_count),
                        Millis(side.kernel_time_ns), side.large_groups);
   }
   const size_t label_width = std::max(Label(Side::kTrace1).size(), Label(Side::kTrace2).size());
   return fmt::format("  {:<{}}  {} [{}], {} kernels, {:.3f} ms kernel time, {} groups >= {}  ({})",
-                     side.label, label_width, GpuText(p), PlatformName(p.platform),
+                     side.label, label_width, GpuText(p), PlatformAndFormat(p),
                      Thousands(p.kernel_count), Millis(side.kernel_time_ns), side.large_groups,
                      view_.min_group_size, p.path);
 }

@@ -61,6 +61,7 @@ absl::Status StatsJsonTo(const TraceProfile& p, double elapsed, const CpuSideSta
                          OutputFile* sink, std::string* out) {
   Json head;
   head["trace"] = p.path;
+  head["format"] = std::string(TraceFormatName(p.metadata.format));
   head["platform"] = std::string(PlatformName(p.platform));
   head["platform_evidence"] = p.platform_evidence;
   head["gpu"] = p.gpu;
@@ -79,6 +80,8 @@ absl::Status StatsJsonTo(const TraceProfile& p, double elapsed, const CpuSideSta
   head["kernels_without_correlation"] = p.kernels_without_correlation;
   head["kernels_with_bad_times"] = p.kernels_with_bad_times;
   head["kernels_without_name"] = p.kernels_without_name;
+  head["whole_graph_replays"] = p.whole_graph_replays;
+  head["whole_graph_replay_us"] = Micros(p.whole_graph_replay_ns);
   head["truncated"] = nullptr;
   if (p.truncated) {
     Json& t = head["truncated"];

@@ -30,6 +30,7 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
     fmt::format_to(std::back_inserter(out), "{:<26} {}\n", key, value);
   };
   line("trace", p.path);
+  line("format", std::string(TraceFormatName(p.metadata.format)));
   line("platform", StrCat(PlatformName(p.platform), " (", p.platform_evidence, ")"));
   line("gpu", p.gpu.empty() ? "(not named)" : p.gpu);
   line("bytes",
@@ -46,6 +47,13 @@ std::string StatsText(const TraceProfile& p, double elapsed) {
        fmt::format("{} ({} with >= {} kernels)", Thousands(p.group_size.size()),
                    Thousands(p.GroupsAtLeast(kDefaultMinGroupSize)), kDefaultMinGroupSize));
   line("kernels w/o correlation", Thousands(p.kernels_without_correlation));
+  if (p.whole_graph_replays > 0) {
+    line("graph replays, whole",
+         fmt::format("{} ({:.3f} ms): traced as one span each (nsys --cuda-graph-trace=graph), "
+                     "their kernels not recorded nor counted; trace with "
+                     "--cuda-graph-trace=node to see them",
+                     Thousands(p.whole_graph_replays), Micros(p.whole_graph_replay_ns) / 1000));
+  }
   if (p.kernels_without_name > 0) {
     line("kernels without a name", Thousands(p.kernels_without_name));
   }

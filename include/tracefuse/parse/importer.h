@@ -1,0 +1,59 @@
+// TraceImporter: reading the vendors' profiler files (Nsight Systems and rocpd SQLite, rocprofv3
+// JSON) into the records that ChunkParser gives for Kineto traces. Part of the parse stage.
+//
+// Each format is one file in src/parse/ (docs/architecture.md, "Adding an input format"): it
+// opens its file, reads the GPU's name and the platform from the format's own device tables, and
+// hands out ParsedChunks of kernels, memcpy and memset activities, launches and step ranges in
+// start order, a bounded number of records each. The stages after `parse` (classification,
+// the reducer, the GPU timeline) take them as they take a Kineto trace's chunks.
+#ifndef TRACEFUSE_PARSE_IMPORTER_H_
+#define TRACEFUSE_PARSE_IMPORTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "tracefuse/parse/chunk_parser.h"
+#include "tracefuse/parse/trace_format.h"
+
+namespace tracefuse {
+
+// DetectTraceFormat() tells a file's format by its content: the SQLite header and the tables it
+// holds, or the first key of a (possibly compressed) JSON document. Anything else is kKineto,
+// which the Kineto reader accepts or refuses with its own errors. Reads a few kilobytes.
+absl::StatusOr<TraceFormat> DetectTraceFormat(const std::string& path);
+
+// ImportOptions says what an importer reads and how much it hands out at once.
+struct ImportOptions {
+  size_t chunk_records = 64 << 10;  // GPU activities and launches per chunk
+  // Also read the CPU side (ParseOptions::host_activity): the launches' threads, and the NVTX or
+  // roctx ranges as operators (PyTorch's emit_nvtx writes one per op), annotations and steps.
+  bool host_activity = false;
+};
+
+// TraceImporter reads one file of a format other than kKineto.
+class TraceImporter {
+ public:
+  virtual ~TraceImporter() = default;
+
+  // Next() fills `chunk` (cleared first) with the next records, in start order across all of
+  // them; false once every record has been handed out. Errors name the file.
+  virtual absl::StatusOr<bool> Next(ParsedChunk* chunk) = 0;
+  // metadata() is what the file's own tables say of its GPU and platform (TraceMetadata::format
+  // and gpu_name).
+  virtual const TraceMetadata& metadata() const = 0;
+  // bytes_read() is how much of the file the records handed out so far cover, for progress.
+  virtual uint64_t bytes_read() const = 0;
+};
+
+// OpenTraceImporter() opens `path`, of `format` (not kKineto), for reading. An input that is not
+// a valid file of its format is an error naming the file.
+absl::StatusOr<std::unique_ptr<TraceImporter>> OpenTraceImporter(const std::string& path,
+                                                                 TraceFormat format,
+                                                                 const ImportOptions& options);
+
+}  // namespace tracefuse
+
+#endif  // TRACEFUSE_PARSE_IMPORTER_H_
