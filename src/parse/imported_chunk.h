@@ -63,10 +63,12 @@ class ImportedChunk {
   void Start(ParsedChunk* chunk, uint64_t seq);
 
   // AddKernel() adds a kernel named by `name_key`, whose text `text_of(name_key)` gives the
-  // first time the chunk meets it.
+  // first time the chunk meets it; `bad_times`: one without its times, counted and kept at zero
+  // length (as ChunkParser keeps such a Kineto kernel).
   template <typename TextOf>
   void AddKernel(int64_t start_ns, int64_t end_ns, int64_t name_key, TextOf&& text_of,
-                 int32_t device, int32_t stream, std::optional<int64_t> correlation) {
+                 int32_t device, int32_t stream, std::optional<int64_t> correlation,
+                 bool bad_times = false) {
     KernelEvent& k = chunk_->kernels.emplace_back();
     k.ts_ns = start_ns;
     k.dur_ns = end_ns - start_ns;
@@ -75,6 +77,10 @@ class ImportedChunk {
     if (correlation) {
       k.correlation = *correlation;
       k.flags = KernelEvent::kHasCorrelation;
+    }
+    if (bad_times) {
+      k.flags |= KernelEvent::kBadTimes;
+      ++chunk_->kernels_with_bad_times;
     }
     k.name = Intern(&kernel_names_, &chunk_->names, name_key, text_of);
     ++kernels_;

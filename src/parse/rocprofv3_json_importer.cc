@@ -29,6 +29,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "importers.h"
+#include "tracefuse/base/interrupt.h"
 #include "tracefuse/base/strings.h"
 #include "tracefuse/io/byte_source.h"
 
@@ -38,6 +39,8 @@ namespace {
 namespace od = simdjson::ondemand;
 
 constexpr int64_t kGpuAgentType = 2;
+// How many records are read between two looks at InterruptSignal() (a few milliseconds).
+constexpr size_t kRecordsBetweenChecks = 64 << 10;
 
 enum class RecordType : uint8_t { kKernel, kMemcpy, kLaunch, kMarker };
 
@@ -52,6 +55,7 @@ struct Record {
   int64_t thread = 0;
   int32_t stream = -1;
   RecordType type = RecordType::kKernel;
+  bool bad_times = false;  // a kernel without its times: kept at zero length, counted
 };
 
 struct Agent {
@@ -69,6 +73,39 @@ struct Process {
   absl::flat_hash_map<int64_t, std::string> kernel_names;
   size_t first_record = 0;
 };
+
+// Int() reads an integer into `out` and says so in `read`. A value of another type (null, a
+// string, a float) is valid JSON, only not what the rocprofv3 versions known write: it is not
+// read, and not an error.
+simdjson::error_code Int(od::value value, int64_t* out, bool* read = nullptr) {
+  int64_t v = 0;
+  const simdjson::error_code err = value.get_int64().get(v);
+  if (err == simdjson::INCORRECT_TYPE || err == simdjson::NUMBER_OUT_OF_RANGE ||
+      err == simdjson::NUMBER_ERROR) {
+    return simdjson::SUCCESS;
+  }
+  if (err) return err;
+  *out = v;
+  if (read != nullptr) *read = true;
+  return simdjson::SUCCESS;
+}
+
+// Text() reads a string into `out`; a value of another type is not read, as for Int().
+simdjson::error_code Text(od::value value, std::string_view* out) {
+  const simdjson::error_code err = value.get_string().get(*out);
+  return err == simdjson::INCORRECT_TYPE ? simdjson::SUCCESS : err;
+}
+
+// AgentType() reads an agent's type: the enum's value (2: GPU), or its name in a version that
+// writes names.
+simdjson::error_code AgentType(od::value value, int64_t* out) {
+  std::string_view name;
+  if (value.get_string().get(name) == simdjson::SUCCESS) {
+    *out = name == "GPU" ? kGpuAgentType : 0;
+    return simdjson::SUCCESS;
+  }
+  return Int(value, out);
+}
 
 // KernelName() is a kernel symbol's name as rocprofv3 displays it (formatted_kernel_name, the
 // rocpd database's display_name), else its demangled or mangled name less the ".kd" of its
@@ -101,14 +138,23 @@ class Rocprofv3JsonImporter : public TraceImporter {
       return Malformed(err, nullptr);
     }
     if (absl::Status st = ReadDocument(doc); !st.ok()) return st;
+    if (InterruptSignal() != 0) {
+      return InterruptedError(StrCat("after ", records_.size(), " records of ", path_));
+    }
     std::stable_sort(records_.begin(), records_.end(),
                      [](const Record& a, const Record& b) { return a.start < b.start; });
     return absl::OkStatus();
   }
 
   absl::StatusOr<bool> Next(ParsedChunk* chunk) override {
+    if (InterruptSignal() != 0) {
+      return InterruptedError(StrCat("after ", next_, " records of ", path_));
+    }
     builder_.Start(chunk, seq_++);
-    if (seq_ == 1) chunk->kernels_with_bad_times = records_without_times_;
+    if (seq_ == 1) {
+      chunk->transfers_with_bad_times = transfers_without_times_;
+      chunk->host_events_without_times = calls_without_times_;
+    }
     const size_t end = std::min(records_.size(), next_ + options_.chunk_records);
     auto text = [this](int64_t name) { return names_[static_cast<size_t>(name)]; };
     for (; next_ < end; ++next_) {
@@ -118,7 +164,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
       const int32_t device = static_cast<int32_t>(r.agent);
       switch (r.type) {
         case RecordType::kKernel:
-          builder_.AddKernel(r.start, r.end, r.key, text, device, r.stream, correlation);
+          builder_.AddKernel(r.start, r.end, r.key, text, device, r.stream, correlation,
+                             r.bad_times);
           break;
         case RecordType::kMemcpy:
           builder_.AddTransfer(false, r.start, r.end, device, r.stream, correlation);
@@ -219,7 +266,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
     for (auto field : metadata) {
       std::string_view key;
       if (auto err = field.unescaped_key().get(key)) return err;
-      if (key == "pid") return field.value().get_int64().get(p->pid);
+      if (key == "pid") return Int(field.value(), &p->pid);
     }
     return simdjson::SUCCESS;
   }
@@ -231,7 +278,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
     for (auto field : object) {
       std::string_view key;
       if (auto err = field.unescaped_key().get(key)) return err;
-      if (key == "handle" || key == "internal") return field.value().get_int64().get(*out);
+      if (key == "handle" || key == "internal") return Int(field.value(), out);
     }
     return simdjson::SUCCESS;
   }
@@ -251,12 +298,12 @@ class Rocprofv3JsonImporter : public TraceImporter {
         if (key == "id") {
           err = Handle(field.value(), &handle);
         } else if (key == "type") {
-          err = field.value().get_int64().get(a.type);
+          err = AgentType(field.value(), &a.type);
         } else if (key == "logical_node_type_id") {
-          err = field.value().get_int64().get(a.index);
+          err = Int(field.value(), &a.index);
         } else if (key == "product_name") {
           std::string_view name;
-          err = field.value().get_string().get(name);
+          err = Text(field.value(), &name);
           a.product_name = std::string(name);
         }
         if (err) return err;
@@ -287,7 +334,9 @@ class Rocprofv3JsonImporter : public TraceImporter {
             if (auto err = f.value().get_array().get(operations)) return err;
             for (auto op : operations) {
               std::string_view name;
-              if (auto err = op.get_string().get(name)) return err;
+              od::value text;
+              if (auto err = op.get(text)) return err;
+              if (auto err = Text(text, &name)) return err;
               names.emplace_back(name);
             }
           }
@@ -303,9 +352,9 @@ class Rocprofv3JsonImporter : public TraceImporter {
             std::string_view k;
             if (auto err = f.unescaped_key().get(k)) return err;
             if (k == "key") {
-              if (auto err = f.value().get_int64().get(id)) return err;
+              if (auto err = Int(f.value(), &id)) return err;
             } else if (k == "value") {
-              if (auto err = f.value().get_string().get(text)) return err;
+              if (auto err = Text(f.value(), &text)) return err;
               p->marker_texts[id] = std::string(text);
             }
           }
@@ -327,10 +376,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
         std::string_view key, text;
         if (auto err = field.unescaped_key().get(key)) return err;
         if (key == "kernel_id") {
-          if (auto err = field.value().get_int64().get(id)) return err;
+          if (auto err = Int(field.value(), &id)) return err;
         } else if (key == "kernel_name" || key == "demangled_kernel_name" ||
                    key == "formatted_kernel_name") {
-          if (auto err = field.value().get_string().get(text)) return err;
+          if (auto err = Text(field.value(), &text)) return err;
           std::string& name = key == "kernel_name"             ? mangled
                               : key == "demangled_kernel_name" ? demangled
                                                                : formatted;
@@ -363,6 +412,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
       od::array records;
       if (auto err = field.value().get_array().get(records)) return err;
       for (auto element : records) {
+        // Stopped here by a signal, the document is not read further (Open() says why).
+        if (records_.size() % kRecordsBetweenChecks == 0 && InterruptSignal() != 0) {
+          return simdjson::SUCCESS;
+        }
         od::object record;
         if (auto err = element.get_object().get(record)) return err;
         if (auto err = ReadRecord(record, type)) return err;
@@ -381,19 +434,17 @@ class Rocprofv3JsonImporter : public TraceImporter {
       if (auto err = field.unescaped_key().get(key)) return err;
       simdjson::error_code err = simdjson::SUCCESS;
       if (key == "start_timestamp") {
-        err = field.value().get_int64().get(r.start);
-        start = true;
+        err = Int(field.value(), &r.start, &start);
       } else if (key == "end_timestamp") {
-        err = field.value().get_int64().get(r.end);
-        end = true;
+        err = Int(field.value(), &r.end, &end);
       } else if (key == "correlation_id") {
         err = Handle(field.value(), &r.correlation);
       } else if (key == "kind") {
-        err = field.value().get_int64().get(kind);
+        err = Int(field.value(), &kind);
       } else if (key == "thread_id") {
-        err = field.value().get_int64().get(r.thread);
+        err = Int(field.value(), &r.thread);
       } else if (key == "operation") {
-        err = field.value().get_int64().get(operation);
+        err = Int(field.value(), &operation);
       } else if (key == "stream_id") {
         err = Handle(field.value(), &stream);
       } else if (key == "dst_agent_id") {
@@ -411,7 +462,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
           } else if (k == "queue_id") {
             err = Handle(f.value(), &queue);
           } else if (k == "kernel_id") {
-            err = f.value().get_int64().get(r.key);
+            err = Int(f.value(), &r.key);
           }
           if (err) return err;
         }
@@ -419,8 +470,14 @@ class Rocprofv3JsonImporter : public TraceImporter {
       if (err) return err;
     }
     if (!start || !end || r.end < r.start) {
-      ++records_without_times_;
-      return simdjson::SUCCESS;
+      // Counted as Kineto's reader counts them: a kernel kept at zero length, other records
+      // skipped.
+      if (type != RecordType::kKernel) {
+        ++(type == RecordType::kMemcpy ? transfers_without_times_ : calls_without_times_);
+        return simdjson::SUCCESS;
+      }
+      r.bad_times = true;
+      r.start = r.end = 0;
     }
     // The HIP stream where the record names one, as Kineto's AMD traces do; else the queue.
     r.stream = static_cast<int32_t>(stream >= 0 ? stream : queue);
@@ -496,7 +553,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
   uint64_t bytes_ = 0;
   std::vector<Record> records_;
   std::vector<int64_t> memcpy_sources_;  // per record of the process being read
-  uint64_t records_without_times_ = 0;
+  uint64_t transfers_without_times_ = 0, calls_without_times_ = 0;
   ProcessCorrelations correlations_;
   InternedStrings names_;
   StringMap<uint32_t> name_ids_;
