@@ -147,6 +147,32 @@ TEST(Pairs, ZstdTracesPairLikeOthers) {
   EXPECT_NE(r.out.find("\nworker_2\t"), std::string::npos) << r.out;
 }
 
+// The vendors' databases are traces too, by their names and content (docs/formats.md): an
+// Nsight Systems export pairs by the rank in its name; an SQLite file of another kind is no trace.
+TEST(Pairs, VendorDatabasesPairAndOtherDatabasesAreNoTraces) {
+  testing::TempDir dir;
+  const std::string write =
+      "python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).executescript(sys.argv[2])' ";
+  for (const char* side : {"a", "b"}) {
+    const std::string d = dir.path() + "/" + side;
+    std::filesystem::create_directories(d);
+    ASSERT_EQ(RunCommand(write + d +
+                         "/report_rank3.sqlite 'CREATE TABLE StringIds (id, value); CREATE TABLE "
+                         "CUPTI_ACTIVITY_KIND_KERNEL (start);'")
+                  .exit_code,
+              0);
+    ASSERT_EQ(RunCommand(write + d + "/notes.db 'CREATE TABLE notes (text);'").exit_code, 0);
+  }
+  RunResult r = RunCommand(Bin() + " pairs " + dir.path() + "/a " + dir.path() + "/b");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "label\ttrace1\ttrace2\n# tracefuse pairs " + dir.path() + "/a " + dir.path() +
+                       "/b --match rank: 1 pairs, 0 unpaired files\nrank3\t" + dir.path() +
+                       "/a/report_rank3.sqlite\t" + dir.path() + "/b/report_rank3.sqlite\n");
+  r = RunCommand(Bin() + " pairs " + dir.path() + "/a " + dir.path() + "/b --match name");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nreport_rank3\t"), std::string::npos) << r.out;
+}
+
 TEST(Manifest, ErrorsNameTheFileAndLine) {
   testing::TempDir dir;
   struct Case {

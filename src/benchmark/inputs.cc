@@ -8,6 +8,7 @@
 #include "tracefuse/base/strings.h"
 #include "tracefuse/benchmark/classification.h"
 #include "tracefuse/io/byte_source.h"
+#include "tracefuse/parse/importer.h"
 
 namespace tracefuse {
 namespace {
@@ -118,6 +119,12 @@ absl::StatusOr<BenchmarkInput> InspectInput(const std::string& path) {
   BenchmarkInput input;
   input.path = path;
   input.bytes = (*source)->file_bytes();
+  // A vendor's profile (docs/formats.md) is a trace whatever its name: nsys, rocpd, rocprofv3.
+  if (absl::StatusOr<TraceFormat> format = DetectTraceFormat(path);
+      format.ok() && *format != TraceFormat::kKineto) {
+    input.kind = NamesInputKind::kTrace;
+    return input;
+  }
   Block head;
   if (!KindFromName(path)) {
     absl::StatusOr<bool> more = (*source)->Next(&head);
