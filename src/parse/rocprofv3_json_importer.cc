@@ -190,8 +190,12 @@ class Rocprofv3JsonImporter : public TraceImporter {
   absl::Status ReadWhole(std::string* out) {
     absl::StatusOr<std::unique_ptr<ByteSource>> source = OpenSource(path_);
     if (!source.ok()) return source.status();
-    // A plain file's size is the text's: one allocation, not a doubling one.
-    if (!(*source)->compressed()) out->reserve(FileSize(path_) + simdjson::SIMDJSON_PADDING);
+    if ((*source)->random_access()) {  // a plain file: read at once into its place
+      const uint64_t size = (*source)->file_bytes();
+      out->reserve(size + simdjson::SIMDJSON_PADDING);
+      out->resize(size);
+      return (*source)->ReadAt(0, size, out->data());
+    }
     Block block;
     while (true) {
       absl::StatusOr<bool> more = (*source)->Next(&block);
@@ -220,8 +224,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
     od::object root;
     if (auto err = doc.get_object().get(root)) return Malformed(err, &doc);
     for (auto field : root) {
-      std::string_view key;
-      if (auto err = field.unescaped_key().get(key)) return Malformed(err, &doc);
+      od::raw_json_string key;
+      if (auto err = field.key().get(key)) return Malformed(err, &doc);
       if (key != "rocprofiler-sdk-tool") continue;
       od::array processes;
       if (auto err = field.value().get_array().get(processes)) return Malformed(err, &doc);
@@ -238,8 +242,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
     Process p;
     p.first_record = records_.size();
     for (auto field : object) {
-      std::string_view key;
-      if (auto err = field.unescaped_key().get(key)) return Malformed(err, doc_);
+      od::raw_json_string key;
+      if (auto err = field.key().get(key)) return Malformed(err, doc_);
       od::value value;
       if (auto err = field.value().get(value)) return Malformed(err, doc_);
       simdjson::error_code err = simdjson::SUCCESS;
@@ -264,8 +268,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
     od::object metadata;
     if (auto err = value.get_object().get(metadata)) return err;
     for (auto field : metadata) {
-      std::string_view key;
-      if (auto err = field.unescaped_key().get(key)) return err;
+      od::raw_json_string key;
+      if (auto err = field.key().get(key)) return err;
       if (key == "pid") return Int(field.value(), &p->pid);
     }
     return simdjson::SUCCESS;
@@ -276,8 +280,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
     od::object object;
     if (auto err = value.get_object().get(object)) return err;
     for (auto field : object) {
-      std::string_view key;
-      if (auto err = field.unescaped_key().get(key)) return err;
+      od::raw_json_string key;
+      if (auto err = field.key().get(key)) return err;
       if (key == "handle" || key == "internal") return Int(field.value(), out);
     }
     return simdjson::SUCCESS;
@@ -292,8 +296,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
       int64_t handle = -1;
       Agent a;
       for (auto field : agent) {
-        std::string_view key;
-        if (auto err = field.unescaped_key().get(key)) return err;
+        od::raw_json_string key;
+        if (auto err = field.key().get(key)) return err;
         simdjson::error_code err = simdjson::SUCCESS;
         if (key == "id") {
           err = Handle(field.value(), &handle);
@@ -317,8 +321,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
     od::object strings;
     if (auto err = value.get_object().get(strings)) return err;
     for (auto field : strings) {
-      std::string_view key;
-      if (auto err = field.unescaped_key().get(key)) return err;
+      od::raw_json_string key;
+      if (auto err = field.key().get(key)) return err;
       od::array array;
       if (key == "buffer_records") {
         if (auto err = field.value().get_array().get(array)) return err;
@@ -327,8 +331,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
           od::object object;
           if (auto err = kind.get_object().get(object)) return err;
           for (auto f : object) {
-            std::string_view k;
-            if (auto err = f.unescaped_key().get(k)) return err;
+            od::raw_json_string k;
+            if (auto err = f.key().get(k)) return err;
             if (k != "operations") continue;
             od::array operations;
             if (auto err = f.value().get_array().get(operations)) return err;
@@ -349,8 +353,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
           int64_t id = -1;
           std::string_view text;
           for (auto f : object) {
-            std::string_view k;
-            if (auto err = f.unescaped_key().get(k)) return err;
+            od::raw_json_string k;
+            if (auto err = f.key().get(k)) return err;
             if (k == "key") {
               if (auto err = Int(f.value(), &id)) return err;
             } else if (k == "value") {
@@ -373,8 +377,9 @@ class Rocprofv3JsonImporter : public TraceImporter {
       int64_t id = -1;
       std::string mangled, demangled, formatted;
       for (auto field : symbol) {
-        std::string_view key, text;
-        if (auto err = field.unescaped_key().get(key)) return err;
+        od::raw_json_string key;
+        std::string_view text;
+        if (auto err = field.key().get(key)) return err;
         if (key == "kernel_id") {
           if (auto err = Int(field.value(), &id)) return err;
         } else if (key == "kernel_name" || key == "demangled_kernel_name" ||
@@ -395,8 +400,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
     od::object kinds;
     if (auto err = value.get_object().get(kinds)) return err;
     for (auto field : kinds) {
-      std::string_view key;
-      if (auto err = field.unescaped_key().get(key)) return err;
+      od::raw_json_string key;
+      if (auto err = field.key().get(key)) return err;
       RecordType type;
       if (key == "kernel_dispatch") {
         type = RecordType::kKernel;
@@ -430,8 +435,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
     int64_t kind = 0, operation = 0, queue = -1, stream = -1, src = -1, dst = -1;
     bool start = false, end = false;
     for (auto field : object) {
-      std::string_view key;
-      if (auto err = field.unescaped_key().get(key)) return err;
+      od::raw_json_string key;
+      if (auto err = field.key().get(key)) return err;
       simdjson::error_code err = simdjson::SUCCESS;
       if (key == "start_timestamp") {
         err = Int(field.value(), &r.start, &start);
@@ -455,8 +460,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
         od::object info;
         if (auto e = field.value().get_object().get(info)) return e;
         for (auto f : info) {
-          std::string_view k;
-          if (auto e = f.unescaped_key().get(k)) return e;
+          od::raw_json_string k;
+          if (auto e = f.key().get(k)) return e;
           if (k == "agent_id") {
             err = Handle(f.value(), &r.agent);
           } else if (k == "queue_id") {
