@@ -18,7 +18,7 @@
 //
 // Performance note: rocprofv3 writes one document with the records of each kind in arrays of
 // their own, in completion order, so the file is read whole (simdjson On-Demand over the
-// decompressed bytes), its records kept in 48 bytes each and sorted by start, then handed out in
+// decompressed bytes), its records kept in 56 bytes each and sorted by start, then handed out in
 // chunks. Memory grows with the file: for long runs, rocprofv3's rocpd database (its default
 // output since ROCm 7) streams in bounded memory.
 #include <simdjson.h>
