@@ -165,6 +165,36 @@ TEST(Cli, VendorFilesThatCannotBeReadGetOneLine) {
   }
 }
 
+// compare runs a rocprofv3 file against an Nsight Systems export in every format, each side named
+// by its platform and format.
+TEST(Cli, CompareAcrossTheVendorsFormatsInEveryFormat) {
+  TRACEFUSE_REQUIRE_SHARED();
+  const std::string real = testing::SharedDir() + "/traces/real/";
+  const std::string pair =
+      real + "tl_rocprof_908_results.json.gz " + real + "pipit_saxpy_nsys.sqlite";
+  for (const char* format : {"text", "markdown", "json", "csv", "html"}) {
+    RunResult r = RunCommand(Bin() + " compare " + pair + " --format " + format);
+    EXPECT_EQ(r.exit_code, 0) << format << ": " << r.err;
+    EXPECT_EQ(r.err, "") << format;
+    EXPECT_GT(r.out.size(), 200u) << format;
+  }
+  RunResult text = RunCommand(Bin() + " compare " + pair);
+  EXPECT_NE(text.out.find("AMD Instinct MI350X [AMD, rocprofv3 JSON], 43,915 kernels"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("NVIDIA A100-SXM4-40GB [NVIDIA, Nsight Systems SQLite], 5 kernels"),
+            std::string::npos)
+      << text.out;
+  const nlohmann::json json =
+      nlohmann::json::parse(RunCommand(Bin() + " compare " + pair + " --format json").out);
+  const nlohmann::json& traces = json["tracefuse"]["traces"];
+  ASSERT_EQ(traces.size(), 2u);
+  EXPECT_EQ(traces[0]["format"], "rocprofv3 JSON");
+  EXPECT_EQ(traces[1]["format"], "Nsight Systems SQLite");
+  EXPECT_EQ(traces[0]["kernels"], 43915);
+  EXPECT_EQ(traces[1]["kernels"], 5);
+}
+
 // --lenient reads a trace cut short up to its last complete event, from a file or a pipe, and says
 // what it dropped in the report and in one warning line; the events before the cut are counted as
 // in the same trace ended there.

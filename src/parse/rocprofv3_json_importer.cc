@@ -24,6 +24,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -180,7 +181,13 @@ class Rocprofv3JsonImporter : public TraceImporter {
       }
     }
     builder_.Finish();
-    return builder_.records() > 0;
+    if (seq_ == 1) {  // the records of the kinds not read, counted once
+      for (const auto& [kind, count] : unread_) {
+        chunk->categories.emplace_back(kind, count);
+        chunk->events += count;
+      }
+    }
+    return builder_.records() > 0 || (seq_ == 1 && !unread_.empty());
   }
 
   const TraceMetadata& metadata() const override { return metadata_; }
@@ -411,7 +418,18 @@ class Rocprofv3JsonImporter : public TraceImporter {
         type = RecordType::kMemcpy;
       } else if (key == "marker_api") {
         type = RecordType::kMarker;
-      } else {
+      } else {  // not read (HSA calls, allocations…): counted, as events of their kind
+        od::array others;
+        size_t count = 0;
+        if (field.value().get_array().get(others) == simdjson::SUCCESS) {
+          if (auto err = others.count_elements().get(count)) return err;
+        }
+        if (count > 0) {
+          const char* begin = key.raw();  // the key's text, up to its closing quote
+          const char* end = begin;
+          while (*end != '"') ++end;
+          unread_[std::string(begin, end)] += count;
+        }
         continue;
       }
       od::array records;
@@ -559,6 +577,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
   std::vector<Record> records_;
   std::vector<int64_t> memcpy_sources_;  // per record of the process being read
   uint64_t transfers_without_times_ = 0, calls_without_times_ = 0;
+  std::map<std::string, uint64_t> unread_;  // records of the kinds not read, by kind
   ProcessCorrelations correlations_;
   InternedStrings names_;
   StringMap<uint32_t> name_ids_;

@@ -41,6 +41,9 @@ def tracefuse_figures(report):
                 kernel_time_ns=ns(report["kernel_time_us"]),
                 distinct_kernel_names=report["distinct_kernel_names"],
                 whole_graph_replays=report["whole_graph_replays"],
+                unread={kind: count for kind, count in report["events_by_category"].items()
+                        if kind not in ("kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime",
+                                        "user_annotation", "cpu_op", "cuda_graph_replay")},
                 whole_graph_replay_ns=ns(report["whole_graph_replay_us"]),
                 devices=sorted(devices, key=lambda d: d["device"]))
 

@@ -480,7 +480,10 @@ def write_rocprofv3(path, processes):
             # Completion order, as rocprofv3 writes them: by end.
             "buffer_records": {"kernel_dispatch": sorted(dispatches,
                                                          key=lambda r: r["end_timestamp"]),
-                               "hip_api": calls, "memory_copy": copies, "marker_api": markers},
+                               "hip_api": calls, "memory_copy": copies, "marker_api": markers,
+                               # kinds tracefuse does not read: counted
+                               "hsa_api": [{"kind": 1, "operation": 2}] * (3 + p["pid"] % 2),
+                               "scratch_memory": []},
         })
     with gzip.open(path, "wt") as f:
         json.dump(doc, f)

@@ -109,6 +109,22 @@ def activities_from_rocpd(path):
     return kernels, activities, launches
 
 
+READ_KINDS = {"kernel_dispatch", "hip_api", "memory_copy", "marker_api"}
+
+
+def unread_rocprofv3_records(path):
+    """Records of the kinds tracefuse does not read, by kind (none empty)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        doc = json.load(f)
+    unread = {}
+    for process in doc["rocprofiler-sdk-tool"]:
+        for kind, records in process["buffer_records"].items():
+            if kind not in READ_KINDS and records:
+                unread[kind] = unread.get(kind, 0) + len(records)
+    return unread
+
+
 def activities_from_rocprofv3(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
@@ -224,7 +240,7 @@ def device_figures(acts, launches):
 
 def figures(path):
     """What the oracle reads of `path`, in the shape check_vendor_trace.py compares."""
-    replays = (0, 0)
+    replays, unread = (0, 0), {}
     with open(path, "rb") as f:
         magic = f.read(16)
     if magic.startswith(b"SQLite format 3"):
@@ -239,6 +255,7 @@ def figures(path):
             fmt = "rocpd SQLite"
     else:
         kernels, activities, launches = activities_from_rocprofv3(path)
+        unread = unread_rocprofv3_records(path)
         fmt = "rocprofv3 JSON"
     by_device = {}
     for a in activities:
@@ -246,7 +263,7 @@ def figures(path):
     return dict(
         format=fmt, kernels=len(kernels), kernel_time_ns=sum(e - s for s, e, _ in kernels),
         distinct_kernel_names=len({n for _, _, n in kernels}),
-        whole_graph_replays=replays[0], whole_graph_replay_ns=replays[1],
+        whole_graph_replays=replays[0], whole_graph_replay_ns=replays[1], unread=unread,
         devices=[dict(device=d, **device_figures(acts, launches))
                  for d, acts in sorted(by_device.items())])
 
