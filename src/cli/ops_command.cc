@@ -59,8 +59,8 @@ CLI::App* Declare(CLI::App* app, OpsArgs* a) {
       "Compare two traces op by op: which PyTorch operator is slower on which side, and "
       "which kernels each side runs for it");
   cmd->add_option("TRACE1", a->trace1,
-                  "first trace (.json, .json.gz or .json.zst: the PyTorch profiler's, which "
-                  "records CPU operators)")
+                  "first trace: the PyTorch profiler's (.json, .json.gz, .json.zst), or a "
+                  "vendor's profile with the NVTX or roctx ranges of emit_nvtx (docs/formats.md)")
       ->required();
   cmd->add_option("TRACE2", a->trace2, "second trace (likewise)")->required();
   cmd->add_option("--format", a->format,

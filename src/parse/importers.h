@@ -24,9 +24,6 @@ absl::StatusOr<std::unique_ptr<TraceImporter>> OpenRocpdSqlite(std::unique_ptr<S
 absl::StatusOr<std::unique_ptr<TraceImporter>> OpenRocprofv3Json(const std::string& path,
                                                                  const ImportOptions& options);
 
-// FileSize() is `path`'s size in bytes, 0 when unknown.
-uint64_t FileSize(const std::string& path);
-
 }  // namespace tracefuse
 
 #endif  // TRACEFUSE_PARSE_IMPORTERS_H_

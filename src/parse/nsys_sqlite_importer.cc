@@ -125,12 +125,16 @@ class NsysSqliteImporter : public SqliteImporter {
       if (!st.ok()) return st;
     }
     if (db_->Has(kNvtxTable)) {
+      // A registered string's text is in StringIds (textId), a plain one in `text`; exports
+      // before textId have only `text`.
+      absl::StatusOr<bool> registered = db_->HasColumn(kNvtxTable, "textId");
+      if (!registered.ok()) return registered.status();
       absl::Status st = tables_.Add(
           db_.get(),
           Query{std::string(kNvtxTable),
-                "NVTX_EVENTS.start, NVTX_EVENTS.end, COALESCE(NVTX_EVENTS.text, s.value, ''), "
-                "NVTX_EVENTS.globalTid",
-                "LEFT JOIN StringIds s ON s.id = NVTX_EVENTS.textId",
+                StrCat("NVTX_EVENTS.start, NVTX_EVENTS.end, COALESCE(NVTX_EVENTS.text, ",
+                       *registered ? "s.value, " : "", "''), NVTX_EVENTS.globalTid"),
+                *registered ? "LEFT JOIN StringIds s ON s.id = NVTX_EVENTS.textId" : "",
                 StrCat("eventType IN (", kNvtxPushPopRange, ", ", kNvtxStartEndRange,
                        ") AND NVTX_EVENTS.end IS NOT NULL")},
           [](const SqliteQuery& r, ImportedChunk* chunk) {
@@ -142,8 +146,8 @@ class NsysSqliteImporter : public SqliteImporter {
   }
 
  private:
-  // ReadGpus() names the GPU and numbers the devices by their CUDA ordinals, where each deviceId
-  // has one and no two share one (else deviceId stays).
+  // ReadGpus() names the GPU and numbers the devices by their CUDA ordinals, where no GPU has two
+  // and no two share one (else deviceId stays); a GPU no process used has none.
   absl::Status ReadGpus() {
     if (!db_->Has("TARGET_INFO_GPU")) return absl::OkStatus();
     absl::StatusOr<bool> cu_device = db_->HasColumn("TARGET_INFO_GPU", "cuDevice");
@@ -169,10 +173,7 @@ class NsysSqliteImporter : public SqliteImporter {
       if (!metadata_.gpu_name && !(*gpus)->IsNull(1)) {
         metadata_.gpu_name = std::string((*gpus)->Text(1));
       }
-      if ((*gpus)->IsNull(2)) {
-        unique = false;
-        continue;
-      }
+      if ((*gpus)->IsNull(2)) continue;  // a GPU no process used
       const int64_t ordinal = (*gpus)->Int(2);
       auto [at, new_id] = ordinals.try_emplace(id, ordinal);
       auto [of, new_ordinal] = ids_of_ordinal.try_emplace(ordinal, id);
@@ -192,12 +193,7 @@ class NsysSqliteImporter : public SqliteImporter {
   // Text() is string `id` of StringIds; "" for an id it lacks.
   std::string_view Text(int64_t id) {
     auto [it, inserted] = strings_.try_emplace(id);
-    if (inserted) {
-      string_query_->Bind(1, id);
-      absl::StatusOr<bool> row = string_query_->Step();
-      if (row.ok() && *row) it->second = std::string(string_query_->Text(0));
-      (void)string_query_->Reset();
-    }
+    if (inserted) it->second = LookUp(string_query_.get(), id).value_or("");
     return it->second;
   }
 

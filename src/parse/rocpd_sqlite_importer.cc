@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "imported_chunk.h"
 #include "importers.h"
 #include "sqlite_database.h"
@@ -104,26 +105,19 @@ class RocpdSqliteImporter : public SqliteImporter {
 
   std::string_view KernelName(int64_t id) {
     auto [it, inserted] = kernel_names_.try_emplace(id);
-    if (inserted) {
-      symbol_query_->Bind(1, id);
-      absl::StatusOr<bool> row = symbol_query_->Step();
-      if (row.ok() && *row) it->second = std::string(symbol_query_->Text(0));
-      (void)symbol_query_->Reset();
-    }
+    if (inserted) it->second = LookUp(symbol_query_.get(), id).value_or("");
     return it->second;
   }
 
+  // NameGpu() names the GPU by the first device that ran a kernel and has a name.
   void NameGpu(int32_t device) {
-    gpu_query_->Bind(1, device);
-    absl::StatusOr<bool> row = gpu_query_->Step();
-    if (row.ok() && *row && !gpu_query_->IsNull(0)) {
-      metadata_.gpu_name = std::string(gpu_query_->Text(0));
-    }
-    (void)gpu_query_->Reset();
+    if (!unnamed_devices_.insert(device).second) return;  // looked up already
+    metadata_.gpu_name = LookUp(gpu_query_.get(), device);
   }
 
   std::unique_ptr<SqliteQuery> symbol_query_, gpu_query_;
   absl::flat_hash_map<int64_t, std::string> kernel_names_;  // by kernel_id, met so far
+  absl::flat_hash_set<int32_t> unnamed_devices_;            // whose name was looked up
   StringMap<int64_t> api_ids_;
   std::vector<std::string> api_names_;
 };

@@ -18,7 +18,7 @@
 //
 // Performance note: rocprofv3 writes one document with the records of each kind in arrays of
 // their own, in completion order, so the file is read whole (simdjson On-Demand over the
-// decompressed bytes), its records kept in 56 bytes each and sorted by start, then handed out in
+// decompressed bytes), its records kept in 64 bytes each and sorted by start, then handed out in
 // chunks. Memory grows with the file: for long runs, rocprofv3's rocpd database (its default
 // output since ROCm 7) streams in bounded memory.
 #include <simdjson.h>
@@ -54,9 +54,11 @@ struct Record {
   int64_t key = 0;
   int64_t agent = -1;  // for a call or range: the process's pid, once resolved
   int64_t thread = 0;
+  int64_t operation = 0;  // a call's or range's kind << 32 | operation
   int32_t stream = -1;
   RecordType type = RecordType::kKernel;
   bool bad_times = false;  // a kernel without its times: kept at zero length, counted
+  bool skipped = false;    // a roctx call that is no range (a mark, a thread's name): counted
 };
 
 struct Agent {
@@ -129,6 +131,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
   absl::Status Open() {
     std::string json;
     if (absl::Status st = ReadWhole(&json); !st.ok()) return st;
+    if (json.size() > simdjson::SIMDJSON_MAXSIZE_BYTES) return TooLarge(json.size());
     bytes_ = json.size();
     json.reserve(json.size() + simdjson::SIMDJSON_PADDING);  // read in place, not copied
     od::parser parser;
@@ -160,6 +163,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
     auto text = [this](int64_t name) { return names_[static_cast<size_t>(name)]; };
     for (; next_ < end; ++next_) {
       const Record& r = records_[next_];
+      if (r.skipped) continue;
       std::optional<int64_t> correlation;
       if (r.correlation >= 0) correlation = r.correlation;
       const int32_t device = static_cast<int32_t>(r.agent);
@@ -187,18 +191,24 @@ class Rocprofv3JsonImporter : public TraceImporter {
         chunk->events += count;
       }
     }
-    return builder_.records() > 0 || (seq_ == 1 && !unread_.empty());
+    return builder_.records() > 0 ||
+           (seq_ == 1 && (!unread_.empty() || transfers_without_times_ + calls_without_times_ > 0));
   }
 
   const TraceMetadata& metadata() const override { return metadata_; }
   uint64_t bytes_read() const override { return next_ == records_.size() ? bytes_ : 0; }
+  uint64_t file_bytes() const override { return file_bytes_; }
+  std::string_view compression() const override { return compression_; }
 
  private:
   absl::Status ReadWhole(std::string* out) {
     absl::StatusOr<std::unique_ptr<ByteSource>> source = OpenSource(path_);
     if (!source.ok()) return source.status();
+    file_bytes_ = (*source)->file_bytes();
+    compression_ = std::string((*source)->compression());
     if ((*source)->random_access()) {  // a plain file: read at once into its place
       const uint64_t size = (*source)->file_bytes();
+      if (size > simdjson::SIMDJSON_MAXSIZE_BYTES) return TooLarge(size);
       out->reserve(size + simdjson::SIMDJSON_PADDING);
       out->resize(size);
       return (*source)->ReadAt(0, size, out->data());
@@ -210,6 +220,14 @@ class Rocprofv3JsonImporter : public TraceImporter {
       if (!*more) return absl::OkStatus();
       out->append(block.data, block.size);
     }
+  }
+
+  // TooLarge() refuses a document larger than simdjson reads at once (4 GiB).
+  absl::Status TooLarge(uint64_t bytes) const {
+    return UnsupportedTraceError(
+        StrCat(path_, ": a rocprofv3 JSON document of ", bytes,
+               " bytes: tracefuse reads one of at most 4 GiB; write the rocpd database instead "
+               "(rocprofv3 --output-format rocpd), which it streams"));
   }
 
   absl::Status Malformed(simdjson::error_code err, od::document* doc) const {
@@ -225,6 +243,16 @@ class Rocprofv3JsonImporter : public TraceImporter {
   }
 
   absl::Status ReadDocument(od::document& doc) {
+    if (absl::Status st = ReadRoot(doc); !st.ok()) return st;
+    // Text after the document (two files run together, say) is not read as if it were not there.
+    const char* after = nullptr;  // a location only where tokens are left
+    if (InterruptSignal() == 0 && doc.current_location().get(after) == simdjson::SUCCESS) {
+      return Malformed(simdjson::TRAILING_CONTENT, &doc);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ReadRoot(od::document& doc) {
     doc_ = &doc;
     const char* begin = nullptr;
     if (doc.current_location().get(begin) == simdjson::SUCCESS) json_begin_ = begin;
@@ -285,7 +313,9 @@ class Rocprofv3JsonImporter : public TraceImporter {
   // Handle() reads {"handle": N}.
   static simdjson::error_code Handle(od::value value, int64_t* out) {
     od::object object;
-    if (auto err = value.get_object().get(object)) return err;
+    if (auto err = value.get_object().get(object)) {
+      return err == simdjson::INCORRECT_TYPE ? simdjson::SUCCESS : err;  // not read, as Int()
+    }
     for (auto field : object) {
       od::raw_json_string key;
       if (auto err = field.key().get(key)) return err;
@@ -359,6 +389,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
           if (auto err = entry.get_object().get(object)) return err;
           int64_t id = -1;
           std::string_view text;
+          std::string value;  // kept until the key is read, whichever comes first
           for (auto f : object) {
             od::raw_json_string k;
             if (auto err = f.key().get(k)) return err;
@@ -366,9 +397,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
               if (auto err = Int(f.value(), &id)) return err;
             } else if (k == "value") {
               if (auto err = Text(f.value(), &text)) return err;
-              p->marker_texts[id] = std::string(text);
+              value = std::string(text);
             }
           }
+          p->marker_texts[id] = std::move(value);
         }
       }
     }
@@ -476,7 +508,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
         err = Handle(field.value(), &src);
       } else if (key == "dispatch_info") {
         od::object info;
-        if (auto e = field.value().get_object().get(info)) return e;
+        if (auto e = field.value().get_object().get(info)) {
+          if (e == simdjson::INCORRECT_TYPE) continue;  // not read, as Int()
+          return e;
+        }
         for (auto f : info) {
           od::raw_json_string k;
           if (auto e = f.key().get(k)) return e;
@@ -492,6 +527,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
       }
       if (err) return err;
     }
+    if (type == RecordType::kLaunch && start && (!end || r.end < r.start)) {
+      r.end = r.start;  // a call without its end takes no time, as in Kineto's reader
+      end = true;
+    }
     if (!start || !end || r.end < r.start) {
       // Counted as Kineto's reader counts them: a kernel kept at zero length, other records
       // skipped.
@@ -504,7 +543,11 @@ class Rocprofv3JsonImporter : public TraceImporter {
     }
     // The HIP stream where the record names one, as Kineto's AMD traces do; else the queue.
     r.stream = static_cast<int32_t>(stream >= 0 ? stream : queue);
-    if (type == RecordType::kLaunch) r.key = (kind << 32) | operation;
+    if (type == RecordType::kLaunch || type == RecordType::kMarker) {
+      r.operation = static_cast<int64_t>((static_cast<uint64_t>(kind) << 32) |
+                                         static_cast<uint32_t>(operation));
+    }
+
     if (type == RecordType::kMarker) r.key = r.correlation;
     if (type == RecordType::kMemcpy) r.agent = dst;
     memcpy_sources_.push_back(type == RecordType::kMemcpy ? src : -1);
@@ -537,21 +580,22 @@ class Rocprofv3JsonImporter : public TraceImporter {
         case RecordType::kMemcpy: {
           // The GPU end of the copy.
           const int64_t dst = device_of(r.agent);
-          r.agent = dst >= 0 ? dst : device_of(memcpy_sources_[i]);
+          r.agent = dst >= 0 ? dst : device_of(memcpy_sources_[i - p.first_record]);
           break;
         }
-        case RecordType::kLaunch: {
-          const size_t kind = static_cast<size_t>(r.key >> 32);
-          const size_t op = static_cast<size_t>(r.key & 0xFFFFFFFF);
-          std::string_view api;
-          if (kind < p.operations.size() && op < p.operations[kind].size()) {
-            api = p.operations[kind][op];
-          }
-          r.key = Name(api);
+        case RecordType::kLaunch:
+          r.key = Name(OperationName(p, r.operation));
           r.agent = p.pid;
           break;
-        }
         case RecordType::kMarker: {
+          // Ranges only (roctxRangePushA, roctxRangeStartA, roctxThreadRangeA…): a mark or a
+          // control call (a thread's name, a pause) is counted by its name, not read.
+          const std::string_view op = OperationName(p, r.operation);
+          if (op.find("Range") == std::string_view::npos) {
+            r.skipped = true;
+            ++unread_[op.empty() ? std::string("marker_api") : std::string(op)];
+            break;
+          }
           auto it = p.marker_texts.find(r.key);
           r.key = Name(it == p.marker_texts.end() ? std::string_view() : it->second);
           r.agent = p.pid;
@@ -560,6 +604,17 @@ class Rocprofv3JsonImporter : public TraceImporter {
       }
     }
     memcpy_sources_.clear();
+  }
+
+  // OperationName() is a call's or range's name (`operation`: kind << 32 | operation) through
+  // the process's strings.buffer_records; "" where they hold none.
+  static std::string_view OperationName(const Process& p, int64_t operation) {
+    const size_t kind = static_cast<size_t>(static_cast<uint64_t>(operation) >> 32);
+    const size_t op = static_cast<size_t>(operation & 0xFFFFFFFF);
+    if (kind < p.operations.size() && op < p.operations[kind].size()) {
+      return p.operations[kind][op];
+    }
+    return {};
   }
 
   int64_t Name(std::string_view text) {
@@ -573,7 +628,9 @@ class Rocprofv3JsonImporter : public TraceImporter {
   TraceMetadata metadata_;
   od::document* doc_ = nullptr;
   const char* json_begin_ = nullptr;
-  uint64_t bytes_ = 0;
+  uint64_t bytes_ = 0;  // the document's, decompressed
+  uint64_t file_bytes_ = 0;
+  std::string compression_;
   std::vector<Record> records_;
   std::vector<int64_t> memcpy_sources_;  // per record of the process being read
   uint64_t transfers_without_times_ = 0, calls_without_times_ = 0;

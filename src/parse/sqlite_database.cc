@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 
 #include "importers.h"
 #include "tracefuse/base/interrupt.h"
@@ -21,7 +22,12 @@ absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(const std::
       uri += c;
     }
   }
-  uri += "?mode=ro&immutable=1";
+  // Immutable: no lock taken, no journal looked for, so a profile on a read-only or network file
+  // system reads as well. But then SQLite would not read a write-ahead log left beside the file
+  // (a profiler killed before its checkpoint): with one, the file is opened as read-only only.
+  std::error_code ec;
+  const bool log = std::filesystem::file_size(path + "-wal", ec) > 0 && !ec;
+  uri += log ? "?mode=ro" : "?mode=ro&immutable=1";
   // NOMUTEX: one thread at a time uses a connection (the pipeline's source node), so SQLite's
   // locks (a tenth of the reading's time) are not needed.
   const int rc = sqlite3_open_v2(
@@ -192,9 +198,23 @@ absl::StatusOr<bool> SqliteImporter::Next(ParsedChunk* chunk) {
   builder_.Start(chunk, seq_++);
   absl::StatusOr<bool> more = tables_.Fill(&builder_, chunk_records_);
   if (!more.ok()) return more.status();
+  if (!lookup_status_.ok()) return lookup_status_;
   builder_.Finish();
   if (!*more) bytes_read_ = FileSize(db_->path());
   return *more;
+}
+
+std::optional<std::string> SqliteImporter::LookUp(SqliteQuery* query, int64_t key) {
+  std::optional<std::string> value;
+  query->Bind(1, key);
+  absl::StatusOr<bool> row = query->Step();
+  if (!row.ok()) {
+    lookup_status_.Update(row.status());
+  } else if (*row && !query->IsNull(0)) {
+    value = std::string(query->Text(0));
+  }
+  lookup_status_.Update(query->Reset());
+  return value;
 }
 
 }  // namespace tracefuse

@@ -23,8 +23,12 @@ namespace tracefuse {
 
 class SqliteQuery;
 
-// SqliteDatabase is a database opened read-only, as immutable: no lock is taken and no journal
-// is looked for, so that a profile on a read-only or network file system reads as well.
+// FileSize() is `path`'s size in bytes, 0 when unknown (importer.cc).
+uint64_t FileSize(const std::string& path);
+
+// SqliteDatabase is a database opened read-only, as immutable (no lock is taken and no journal
+// is looked for, so that a profile on a read-only or network file system reads as well) unless a
+// write-ahead log beside it holds rows not yet in the file.
 class SqliteDatabase {
  public:
   // Open() opens `path` and lists its tables and views; an error when it is not a database.
@@ -132,10 +136,16 @@ class SqliteImporter : public TraceImporter {
   absl::StatusOr<bool> Next(ParsedChunk* chunk) override;
   const TraceMetadata& metadata() const override { return metadata_; }
   uint64_t bytes_read() const override { return bytes_read_; }
+  uint64_t file_bytes() const override { return FileSize(db_->path()); }
 
  protected:
   SqliteImporter(std::unique_ptr<SqliteDatabase> db, const ImportOptions& options,
                  TraceFormat format);
+
+  // LookUp() is column 0 of `query`'s row for `key` (its one parameter): nullopt where it has
+  // none (or NULL). A failed look-up is kept, for Next() to return, so that no name is left
+  // blank silently.
+  std::optional<std::string> LookUp(SqliteQuery* query, int64_t key);
 
   // CorrelationOf() is column `id` of `row` (nullopt where it is NULL), a call of process `pid`.
   std::optional<int64_t> CorrelationOf(const SqliteQuery& row, int64_t pid, int id) {
@@ -150,6 +160,7 @@ class SqliteImporter : public TraceImporter {
 
  private:
   size_t chunk_records_;
+  absl::Status lookup_status_;
   ImportedChunk builder_;
   uint64_t seq_ = 0;
   uint64_t bytes_read_ = 0;

@@ -467,7 +467,10 @@ TraceProfile FinishImport(const std::string& path, const TraceImporter& importer
   cpu.merge = ThreadCpuSeconds() - merge_started;
   profile.cpu_seconds = cpu;
   profile.path = path;
-  profile.input_bytes = profile.file_bytes = importer.bytes_read();
+  profile.input_bytes = importer.bytes_read();
+  profile.file_bytes = importer.file_bytes();
+  profile.compression = std::string(importer.compression());
+  profile.compressed = !profile.compression.empty();
   profile.elapsed_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return profile;

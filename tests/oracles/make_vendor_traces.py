@@ -149,6 +149,9 @@ def write_nsys(path, processes, modern, graph=False):
             for p in processes:
                 db.execute("INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (?, ?, ?)",
                            (gpu, ordinal, p["pid"]))
+        # A GPU of the node that no process used: no CUDA ordinal in TARGET_INFO_CUDA_DEVICE.
+        db.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 7, 'NVIDIA H100 80GB HBM3', "
+                   "'0000:07:00.0', 7)")
     else:
         db.execute("CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, "
                    "name TEXT)")
@@ -432,7 +435,7 @@ def write_rocprofv3(path, processes):
                        "KERNEL_DISPATCH_COMPLETE"],
                   3: ["HIP_RUNTIME_API_NONE", "hipLaunchKernel", "hipMemcpyAsync", "hipMemcpy",
                       "hipMemsetAsync"],
-                  6: ["MARKER_CORE_API_NONE", "roctxRangePushA"],
+                  6: ["MARKER_CORE_API_NONE", "roctxRangePushA", "roctxMarkA"],
                   12: ["MEMORY_COPY_NONE", "MEMORY_COPY_HOST_TO_DEVICE"]}
     kinds = [{"kind": f"KIND_{i}", "operations": operations.get(i, [])} for i in range(13)]
     op = {"cudaLaunchKernel": 1, "cudaMemcpyAsync": 2, "cudaMemcpy": 3, "cudaMemsetAsync": 4}
@@ -456,23 +459,32 @@ def write_rocprofv3(path, processes):
                 dispatches.append(record)
             else:
                 host_to_device = a["kind"] == "memcpy"
+                gpu, cpu = {"handle": 501 + a["device"]}, {"handle": 500}
+                # Every other copy of a second process back to the host: the GPU is the source.
+                to_host = host_to_device and p["pid"] % 2 == 1 and a["corr"] % 2 == 1
                 record.update(kind=12, operation=1, bytes=4096,
-                              dst_agent_id={"handle": 501 + a["device"]},
-                              src_agent_id={"handle": 500 if host_to_device else
-                                            501 + a["device"]})
+                              dst_agent_id=cpu if to_host else gpu,
+                              src_agent_id=gpu if to_host or not host_to_device else cpu)
                 copies.append(record)
         calls = [{"kind": 3, "operation": op[c["api"]], "start_timestamp": c["start"],
                   "end_timestamp": c["end"], "thread_id": c["tid"],
                   "correlation_id": {"internal": c["corr"], "external": 0}}
                  for c in p["launches"]]
+        del calls[5]["end_timestamp"]  # a call without its end: it takes no time
         markers = [{"kind": 6, "operation": 1, "start_timestamp": r["start"],
                     "end_timestamp": r["end"], "correlation_id": {"internal": 90_000 + i}}
                    for i, r in enumerate(p["ranges"])]
+        # A mark (no range): counted by its name, not read.
+        markers.append({"kind": 6, "operation": 2, "start_timestamp": p["ranges"][0]["start"],
+                        "end_timestamp": p["ranges"][0]["start"],
+                        "correlation_id": {"internal": 99_999}})
         doc["rocprofiler-sdk-tool"].append({
             "metadata": {"pid": p["pid"]},
             "agents": agents,
             "strings": {"buffer_records": kinds,
-                        "marker_api": [{"key": 90_000 + i, "value": r["text"]}
+                        # the value before the key in every other entry: any order is JSON's
+                        "marker_api": [{"key": 90_000 + i, "value": r["text"]} if i % 2 else
+                                       {"value": r["text"], "key": 90_000 + i}
                                        for i, r in enumerate(p["ranges"])]},
             "kernel_symbols": [{"kernel_id": i, "kernel_name": "_Z" + n[:8] + ".kd",
                                 "formatted_kernel_name": n, "demangled_kernel_name": n + ".kd"}

@@ -23,7 +23,7 @@ def columns(db, table):
 
 
 def nsys_ordinals(db, tables):
-    """deviceId -> CUDA ordinal, where every GPU has one and no two share one."""
+    """deviceId -> CUDA ordinal, where no GPU has two and no two GPUs share one."""
     if "TARGET_INFO_GPU" not in tables:
         return {}
     if "TARGET_INFO_CUDA_DEVICE" in tables:
@@ -33,9 +33,9 @@ def nsys_ordinals(db, tables):
         rows = db.execute("select id, cuDevice from TARGET_INFO_GPU").fetchall()
     else:
         return {}
-    pairs = set(rows)
+    pairs = {(i, o) for i, o in rows if o is not None}  # a GPU no process used has none
     ids, ordinals = {i for i, _ in pairs}, {o for _, o in pairs}
-    if None in ordinals or len(ids) != len(pairs) or len(ordinals) != len(pairs):
+    if len(ids) != len(pairs) or len(ordinals) != len(pairs):
         return {}
     return dict(pairs)
 
@@ -113,15 +113,21 @@ READ_KINDS = {"kernel_dispatch", "hip_api", "memory_copy", "marker_api"}
 
 
 def unread_rocprofv3_records(path):
-    """Records of the kinds tracefuse does not read, by kind (none empty)."""
+    """Records tracefuse does not read, counted: by kind, and roctx calls that are no range (a
+    mark, a thread's name) by their name."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
         doc = json.load(f)
     unread = {}
     for process in doc["rocprofiler-sdk-tool"]:
+        kinds = process["strings"]["buffer_records"]
         for kind, records in process["buffer_records"].items():
             if kind not in READ_KINDS and records:
                 unread[kind] = unread.get(kind, 0) + len(records)
+        for m in process["buffer_records"].get("marker_api", []):
+            name = kinds[m["kind"]]["operations"][m["operation"]]
+            if "Range" not in name:
+                unread[name] = unread.get(name, 0) + 1
     return unread
 
 
@@ -162,8 +168,10 @@ def activities_from_rocprofv3(path):
                                    launch=(pid, m["correlation_id"]["internal"]), kind="memcpy"))
         for a in records.get("hip_api", []):
             api = kinds[a["kind"]]["operations"][a["operation"]]
+            start = a["start_timestamp"]
+            end = max(start, a.get("end_timestamp", start))  # without an end: no time
             launches.setdefault((pid, a["correlation_id"]["internal"]),
-                                dict(start=a["start_timestamp"], end=a["end_timestamp"], api=api))
+                                dict(start=start, end=end, api=api))
     return kernels, activities, launches
 
 

@@ -44,8 +44,13 @@ class TraceImporter {
   // metadata() is what the file's own tables say of its GPU and platform (TraceMetadata::format
   // and gpu_name).
   virtual const TraceMetadata& metadata() const = 0;
-  // bytes_read() is how much of the file the records handed out so far cover, for progress.
+  // bytes_read() is how much of the input the records handed out so far cover (decompressed),
+  // once they are all handed out; 0 before.
   virtual uint64_t bytes_read() const = 0;
+  // file_bytes() is the file's size on disk, and compression() how it is compressed ("gzip",
+  // "zstd"; "" for none), as ByteSource says.
+  virtual uint64_t file_bytes() const = 0;
+  virtual std::string_view compression() const { return ""; }
 };
 
 // OpenTraceImporter() opens `path`, of `format` (not kKineto), for reading. An input that is not
