@@ -152,6 +152,8 @@ TEST(Cli, VendorFilesThatCannotBeReadGetOneLine) {
   RunResult whole = RunCommand(Bin() + " stats " + nsys);
   EXPECT_EQ(whole.exit_code, 0) << whole.err;
   EXPECT_NE(whole.out.find("kernels                    400\n"), std::string::npos) << whole.out;
+  // Two leading slashes are one path's, not a URI's authority.
+  EXPECT_EQ(RunCommand(Bin() + " stats /" + nsys).exit_code, 0);
   // The op-level comparison needs CPU operators: in these formats, the ranges of emit_nvtx.
   for (const std::string command : {" ops ", " compare --by-op "}) {
     RunResult ops = RunCommand(Bin() + command + nsys + " " + nsys);

@@ -15,7 +15,12 @@ absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(const std::
   sqlite3* db = nullptr;
   // A URI, for immutable=1; the path is escaped where a URI would read it otherwise.
   std::string uri = "file:";
-  for (char c : path) {
+  // A URI reads "//x" as an authority: a path's leading slashes, which mean one, are one.
+  const size_t after_slashes = path.find_first_not_of('/');
+  const std::string_view file = after_slashes != std::string::npos && after_slashes > 1
+                                    ? std::string_view(path).substr(after_slashes - 1)
+                                    : std::string_view(path);
+  for (char c : file) {
     if (c == '%' || c == '?' || c == '#') {
       uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
     } else {
