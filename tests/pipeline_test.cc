@@ -171,6 +171,119 @@ TEST(Pipeline, SameResultForEveryThreadCountChunkSizeAndLayout) {
   }
 }
 
+// Rocprofv3Document() is a rocprofv3 JSON document of two processes, each with `records`
+// kernels and HIP calls in no start order, copies, roctx ranges and marks, and records of a kind
+// not read; `break_at`: the kernel record after which a ',' is missing (-1: none).
+std::string Rocprofv3Document(int records, int break_at = -1) {
+  std::mt19937 random(11);
+  std::string doc = R"({"rocprofiler-sdk-tool": [)";
+  for (int pid : {100, 200}) {
+    if (pid == 200) doc += ", ";
+    doc +=
+        StrCat(R"({"metadata": {"pid": )", pid,
+               R"(}, "agents": [{"id": {"handle": 1}, "type": 1, "logical_node_type_id": 0},)",
+               R"( {"id": {"handle": 2}, "type": 2, "logical_node_type_id": 0,)",
+               R"( "product_name": "AMD Instinct MI300X"}], "strings": {"buffer_records": [)",
+               R"({"kind": "NONE", "operations": []}, {"kind": "HIP_RUNTIME_API", "operations": )",
+               R"(["NONE", "hipLaunchKernel", "hipMemcpyAsync"]}, {"kind": "MARKER_CORE_API", )",
+               R"("operations": ["NONE", "roctxRangePushA", "roctxMarkA"]}], "marker_api": [)");
+    for (int m = 0; m < 10; ++m) {
+      doc += StrCat(m ? ", " : "", R"({"key": )", 5000 + m, R"(, "value": "aten::op)", m,
+                    R"(, op_id = )", m, R"("})");
+    }
+    doc += R"(]}, "kernel_symbols": [)";
+    for (int k = 0; k < 7; ++k) {
+      doc += StrCat(k ? ", " : "", R"({"kernel_id": )", k, R"(, "formatted_kernel_name": "k)", k,
+                    R"(_{a}[b]\"c\""})");
+    }
+    doc += R"(], "buffer_records": {"kernel_dispatch": [)";
+    for (int i = 0; i < records; ++i) {
+      const int64_t start = 1000000 + 1000 * i + static_cast<int64_t>(random() % 5000);
+      doc += StrCat(
+          i == 0 ? "" : (i - 1 == break_at ? " " : ",\n  "), R"({"start_timestamp": )", start,
+          R"(, "end_timestamp": )", start + 700, R"(, "correlation_id": {"internal": )", i + 1,
+          R"(, "external": 0}, "dispatch_info": {"agent_id": {"handle": 2}, )",
+          R"("queue_id": {"handle": 3}, "kernel_id": )", i % 7,
+          R"(, "grid_size": {"x": 64, "y": 1, "z": 1}}, "stream_id": {"handle": )", i % 3, "}}");
+    }
+    doc += R"(], "hip_api": [)";
+    for (int i = 0; i < records; ++i) {
+      const int64_t start = 1000000 + 1000 * i - 300 + static_cast<int64_t>(random() % 200);
+      doc += StrCat(i ? ", " : "", R"({"kind": 1, "operation": 1, "thread_id": )", pid + i % 2,
+                    R"(, "correlation_id": {"internal": )", i + 1, R"(}, "start_timestamp": )",
+                    start, R"(, "end_timestamp": )", start + 50, "}");
+    }
+    doc += R"(], "memory_copy": [)";
+    for (int i = 0; i < 20; ++i) {
+      doc += StrCat(i ? ", " : "", R"({"start_timestamp": )", 1000500 + 9000 * i,
+                    R"(, "end_timestamp": )", 1000900 + 9000 * i,
+                    R"(, "src_agent_id": {"handle": 1}, "dst_agent_id": {"handle": 2}})");
+    }
+    doc += R"(], "marker_api": [)";
+    for (int m = 0; m < 12; ++m) {
+      doc += StrCat(m ? ", " : "", R"({"kind": 2, "operation": )", m < 10 ? 1 : 2,
+                    R"(, "thread_id": )", pid, R"(, "correlation_id": {"internal": )", 5000 + m,
+                    R"(}, "start_timestamp": )", 990000 + 20000 * m, R"(, "end_timestamp": )",
+                    1005000 + 20000 * m, "}");
+    }
+    doc += R"(], "hsa_api": [{"a": [1, {"b": "]}"}]}, {}, {}]}})";
+  }
+  return doc + "]}\n";
+}
+
+// A rocprofv3 file is parsed in slices of about chunk_bytes, on every thread: whatever their
+// size and number, and whether the file is read at random or decompressed, the same records.
+TEST(Pipeline, Rocprofv3SlicesGiveTheSameRecordsAtEverySize) {
+  testing::TempDir dir;
+  const std::string plain = dir.File("a_results.json", Rocprofv3Document(300));
+  ASSERT_EQ(std::system(("gzip -k " + plain).c_str()), 0);
+  PipelineOptions base;
+  base.threads = 1;
+  base.chunk_bytes = 64 << 20;  // one slice an array
+  auto reference = Profile(plain, base);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  EXPECT_EQ(reference->kernel_count, 600u);
+  EXPECT_EQ(reference->gpu, "AMD Instinct MI300X");
+  const std::map<std::string, uint64_t> categories(reference->event_categories.begin(),
+                                                   reference->event_categories.end());
+  EXPECT_EQ(categories.at("hsa_api"), 6u);
+  EXPECT_EQ(categories.at("roctxMarkA"), 4u);
+  EXPECT_EQ(categories.at("cpu_op"), 20u);
+  EXPECT_EQ(categories.at("gpu_memcpy"), 40u);
+  for (int threads : {1, 2, 3}) {
+    for (size_t slice : {size_t{1}, size_t{700}, size_t{20000}}) {
+      PipelineOptions o;
+      o.threads = threads;
+      o.chunk_bytes = slice;
+      for (const std::string& path : {plain, plain + ".gz"}) {
+        auto p = Profile(path, o);
+        ASSERT_TRUE(p.ok()) << p.status();
+        ExpectSameProfile(*reference, *p);
+      }
+    }
+  }
+}
+
+// A ',' missing between two records is found at the same byte, in the same words, whether the
+// records lie in one slice or either side of a cut.
+TEST(Pipeline, Rocprofv3ErrorsAreFoundWhereverSlicesAreCut) {
+  testing::TempDir dir;
+  const std::string path = dir.File("broken_results.json", Rocprofv3Document(300, 150));
+  std::optional<std::string> first;
+  for (size_t slice : {size_t{1}, size_t{700}, size_t{1} << 20}) {
+    PipelineOptions o;
+    o.chunk_bytes = slice;
+    auto p = Profile(path, o);
+    ASSERT_FALSE(p.ok());
+    if (!first) first = std::string(p.status().message());
+    EXPECT_EQ(p.status().message(), *first) << slice;
+  }
+  const size_t at = Rocprofv3Document(300, 150).find("} {\"start_timestamp\"") + 2;
+  EXPECT_EQ(*first, StrCat(path, ": malformed JSON at byte ", at, ": ",
+                           "The JSON document has an improper structure: missing or superfluous "
+                           "commas, braces, missing keys, etc."));
+}
+
 TEST(Pipeline, GzipInputEqualsPlainInput) {
   testing::TempDir dir;
   std::string plain = Generate(dir, "n.json", "--platform nvidia --steps 20 --layers 3");

@@ -16,20 +16,26 @@
 //   buffer_records.marker_api    roctx ranges, their text in strings.marker_api
 // A kernel and the HIP call that launched it share correlation_id.internal.
 //
-// Performance note: rocprofv3 writes one document with the records of each kind in arrays of
-// their own, in completion order, so the file is read whole (simdjson On-Demand over the
-// decompressed bytes), its records kept in 64 bytes each and sorted by start, then handed out in
-// chunks. Memory grows with the file: for long runs, rocprofv3's rocpd database (its default
-// output since ROCm 7) streams in bounded memory.
+// Performance note: rocprofv3 writes one document whose records lie in one array per kind and
+// process, in completion order. Rocprofv3Layout walks the brackets of the whole input once
+// (several GB/s, one thread) and cuts those arrays into slices of whole records; threads then
+// parse the slices apart (simdjson On-Demand, a plain file's slices read straight from it), each
+// slice's records resolved and sorted by start, and Next() merges the slices by start. Only the
+// records are held, in 64 bytes each (a compressed file is also held decompressed until they are
+// read); the skeleton around them (agents, strings, symbols) is small.
 #include <simdjson.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <queue>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "importers.h"
+#include "rocprofv3_layout.h"
 #include "tracefuse/base/interrupt.h"
 #include "tracefuse/base/strings.h"
 #include "tracefuse/io/byte_source.h"
@@ -43,11 +49,9 @@ constexpr int64_t kGpuAgentType = 2;
 // How many records are read between two looks at InterruptSignal() (a few milliseconds).
 constexpr size_t kRecordsBetweenChecks = 64 << 10;
 
-enum class RecordType : uint8_t { kKernel, kMemcpy, kLaunch, kMarker };
-
-// Record is one activity, call or range, until the whole process is read: `key` is then the
-// kernel_id, (kind << 32 | operation) or the marker's correlation id, and `agent` a handle;
-// Resolve() turns them into a name index and a device.
+// Record is one activity, call or range. As read, `key` is the kernel_id or a copy's source agent,
+// and `agent` a handle; Resolve() turns them into a name index and a device. A range's text is
+// found by its correlation id.
 struct Record {
   int64_t start = 0, end = 0;
   int64_t correlation = -1;  // -1: none
@@ -71,10 +75,24 @@ struct Agent {
 struct Process {
   int64_t pid = 0;
   absl::flat_hash_map<int64_t, Agent> agents;
-  std::vector<std::vector<std::string>> operations;  // [kind][operation]
-  absl::flat_hash_map<int64_t, std::string> marker_texts;
+  std::vector<std::vector<std::string>> operations;           // [kind][operation]
+  std::vector<std::pair<int64_t, std::string>> marker_texts;  // (correlation id, text)
   absl::flat_hash_map<int64_t, std::string> kernel_names;
-  size_t first_record = 0;
+  // Filled once the skeleton is read, for the slices' threads to resolve records with.
+  int64_t correlation_base = 0;                           // see ProcessCorrelations
+  absl::flat_hash_map<int64_t, int64_t> kernel_name_ids;  // kernel_id -> name index
+  std::vector<std::vector<int64_t>> operation_name_ids;   // [kind][operation] -> name index
+  int64_t no_name = 0;                                    // the name index of ""
+};
+
+// SliceRecords is what one slice gives: its records, resolved and in start order.
+struct SliceRecords {
+  std::vector<Record> records;
+  absl::Status status;
+  uint64_t transfers_without_times = 0, calls_without_times = 0;
+  std::map<std::string, uint64_t> unread;  // roctx calls that are no ranges, by name
+  int64_t first_kernel_agent = -1;         // the agent handle of its first kernel, if any
+  bool has_kernel = false;
 };
 
 // Int() reads an integer into `out` and says so in `read`. A value of another type (null, a
@@ -121,6 +139,243 @@ std::string KernelName(std::string_view formatted, std::string_view demangled,
   return std::string(name);
 }
 
+simdjson::error_code ReadMetadata(od::value& value, Process* p) {
+  od::object metadata;
+  if (auto err = value.get_object().get(metadata)) return err;
+  for (auto field : metadata) {
+    od::raw_json_string key;
+    if (auto err = field.key().get(key)) return err;
+    if (key == "pid") return Int(field.value(), &p->pid);
+  }
+  return simdjson::SUCCESS;
+}
+
+// Handle() reads {"handle": N}.
+simdjson::error_code Handle(od::value value, int64_t* out) {
+  od::object object;
+  if (auto err = value.get_object().get(object)) {
+    return err == simdjson::INCORRECT_TYPE ? simdjson::SUCCESS : err;  // not read, as Int()
+  }
+  for (auto field : object) {
+    od::raw_json_string key;
+    if (auto err = field.key().get(key)) return err;
+    if (key == "handle" || key == "internal") return Int(field.value(), out);
+  }
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code ReadAgents(od::value& value, Process* p) {
+  od::array agents;
+  if (auto err = value.get_array().get(agents)) return err;
+  for (auto element : agents) {
+    od::object agent;
+    if (auto err = element.get_object().get(agent)) return err;
+    int64_t handle = -1;
+    Agent a;
+    for (auto field : agent) {
+      od::raw_json_string key;
+      if (auto err = field.key().get(key)) return err;
+      simdjson::error_code err = simdjson::SUCCESS;
+      if (key == "id") {
+        err = Handle(field.value(), &handle);
+      } else if (key == "type") {
+        err = AgentType(field.value(), &a.type);
+      } else if (key == "logical_node_type_id") {
+        err = Int(field.value(), &a.index);
+      } else if (key == "product_name") {
+        std::string_view name;
+        err = Text(field.value(), &name);
+        a.product_name = std::string(name);
+      }
+      if (err) return err;
+    }
+    p->agents[handle] = std::move(a);
+  }
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code ReadStrings(od::value& value, Process* p) {
+  od::object strings;
+  if (auto err = value.get_object().get(strings)) return err;
+  for (auto field : strings) {
+    od::raw_json_string key;
+    if (auto err = field.key().get(key)) return err;
+    od::array array;
+    if (key == "buffer_records") {
+      if (auto err = field.value().get_array().get(array)) return err;
+      for (auto kind : array) {
+        std::vector<std::string>& names = p->operations.emplace_back();
+        od::object object;
+        if (auto err = kind.get_object().get(object)) return err;
+        for (auto f : object) {
+          od::raw_json_string k;
+          if (auto err = f.key().get(k)) return err;
+          if (k != "operations") continue;
+          od::array operations;
+          if (auto err = f.value().get_array().get(operations)) return err;
+          for (auto op : operations) {
+            std::string_view name;
+            od::value text;
+            if (auto err = op.get(text)) return err;
+            if (auto err = Text(text, &name)) return err;
+            names.emplace_back(name);
+          }
+        }
+      }
+    } else if (key == "marker_api") {
+      if (auto err = field.value().get_array().get(array)) return err;
+      for (auto entry : array) {
+        od::object object;
+        if (auto err = entry.get_object().get(object)) return err;
+        int64_t id = -1;
+        std::string_view text;
+        std::string value;  // kept until the key is read, whichever comes first
+        for (auto f : object) {
+          od::raw_json_string k;
+          if (auto err = f.key().get(k)) return err;
+          if (k == "key") {
+            if (auto err = Int(f.value(), &id)) return err;
+          } else if (k == "value") {
+            if (auto err = Text(f.value(), &text)) return err;
+            value = std::string(text);
+          }
+        }
+        p->marker_texts.emplace_back(id, std::move(value));
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code ReadKernelSymbols(od::value& value, Process* p) {
+  od::array symbols;
+  if (auto err = value.get_array().get(symbols)) return err;
+  for (auto element : symbols) {
+    od::object symbol;
+    if (auto err = element.get_object().get(symbol)) return err;
+    int64_t id = -1;
+    std::string mangled, demangled, formatted;
+    for (auto field : symbol) {
+      od::raw_json_string key;
+      std::string_view text;
+      if (auto err = field.key().get(key)) return err;
+      if (key == "kernel_id") {
+        if (auto err = Int(field.value(), &id)) return err;
+      } else if (key == "kernel_name" || key == "demangled_kernel_name" ||
+                 key == "formatted_kernel_name") {
+        if (auto err = Text(field.value(), &text)) return err;
+        std::string& name = key == "kernel_name"             ? mangled
+                            : key == "demangled_kernel_name" ? demangled
+                                                             : formatted;
+        name = std::string(text);
+      }
+    }
+    p->kernel_names[id] = KernelName(formatted, demangled, mangled);
+  }
+  return simdjson::SUCCESS;
+}
+
+// ReadRecord() reads one record of `type` into `out`.
+simdjson::error_code ReadRecord(od::object& object, RecordType type, SliceRecords* out) {
+  Record r;
+  r.type = type;
+  int64_t kind = 0, operation = 0, queue = -1, stream = -1, src = -1, dst = -1;
+  bool start = false, end = false;
+  for (auto field : object) {
+    od::raw_json_string key;
+    if (auto err = field.key().get(key)) return err;
+    simdjson::error_code err = simdjson::SUCCESS;
+    if (key == "start_timestamp") {
+      err = Int(field.value(), &r.start, &start);
+    } else if (key == "end_timestamp") {
+      err = Int(field.value(), &r.end, &end);
+    } else if (key == "correlation_id") {
+      err = Handle(field.value(), &r.correlation);
+    } else if (key == "kind") {
+      err = Int(field.value(), &kind);
+    } else if (key == "thread_id") {
+      err = Int(field.value(), &r.thread);
+    } else if (key == "operation") {
+      err = Int(field.value(), &operation);
+    } else if (key == "stream_id") {
+      err = Handle(field.value(), &stream);
+    } else if (key == "dst_agent_id") {
+      err = Handle(field.value(), &dst);
+    } else if (key == "src_agent_id") {
+      err = Handle(field.value(), &src);
+    } else if (key == "dispatch_info") {
+      od::object info;
+      if (auto e = field.value().get_object().get(info)) {
+        if (e == simdjson::INCORRECT_TYPE) continue;  // not read, as Int()
+        return e;
+      }
+      for (auto f : info) {
+        od::raw_json_string k;
+        if (auto e = f.key().get(k)) return e;
+        if (k == "agent_id") {
+          err = Handle(f.value(), &r.agent);
+        } else if (k == "queue_id") {
+          err = Handle(f.value(), &queue);
+        } else if (k == "kernel_id") {
+          err = Int(f.value(), &r.key);
+        }
+        if (err) return err;
+      }
+    }
+    if (err) return err;
+  }
+  if (type == RecordType::kLaunch && start && (!end || r.end < r.start)) {
+    r.end = r.start;  // a call without its end takes no time, as in Kineto's reader
+    end = true;
+  }
+  if (!start || !end || r.end < r.start) {
+    // Counted as Kineto's reader counts them: a kernel kept at zero length, other records
+    // skipped.
+    if (type != RecordType::kKernel) {
+      ++(type == RecordType::kMemcpy ? out->transfers_without_times : out->calls_without_times);
+      return simdjson::SUCCESS;
+    }
+    r.bad_times = true;
+    r.start = r.end = 0;
+  }
+  // The HIP stream where the record names one, as Kineto's AMD traces do; else the queue.
+  r.stream = static_cast<int32_t>(stream >= 0 ? stream : queue);
+  if (type == RecordType::kLaunch || type == RecordType::kMarker) {
+    r.operation = static_cast<int64_t>((static_cast<uint64_t>(kind) << 32) |
+                                       static_cast<uint32_t>(operation));
+  }
+
+  if (type == RecordType::kMemcpy) {  // Resolve() takes the GPU end of the copy
+    r.agent = dst;
+    r.key = src;
+  }
+  out->records.push_back(r);
+  return simdjson::SUCCESS;
+}
+
+// OperationName() is a call's or range's name (`operation`: kind << 32 | operation) through
+// the process's strings.buffer_records; "" where they hold none.
+std::string_view OperationName(const Process& p, int64_t operation) {
+  const size_t kind = static_cast<size_t>(static_cast<uint64_t>(operation) >> 32);
+  const size_t op = static_cast<size_t>(operation & 0xFFFFFFFF);
+  if (kind < p.operations.size() && op < p.operations[kind].size()) {
+    return p.operations[kind][op];
+  }
+  return {};
+}
+
+// BlockOf() is `size` bytes at `data`, input offset `offset`, that the caller keeps alive.
+Block BlockOf(const char* data, size_t size, uint64_t offset) {
+  Block block;
+  block.data = data;
+  block.size = size;
+  block.offset = offset;
+  return block;
+}
+
+// How much of a plain file the layout walks at a time.
+constexpr size_t kWalkBytes = 512 << 10;
+
 class Rocprofv3JsonImporter : public TraceImporter {
  public:
   Rocprofv3JsonImporter(std::string path, const ImportOptions& options)
@@ -129,59 +384,51 @@ class Rocprofv3JsonImporter : public TraceImporter {
   }
 
   absl::Status Open() {
-    std::string json;
-    if (absl::Status st = ReadWhole(&json); !st.ok()) return st;
-    if (json.size() > simdjson::SIMDJSON_MAXSIZE_BYTES) return TooLarge(json.size());
-    bytes_ = json.size();
-    json.reserve(json.size() + simdjson::SIMDJSON_PADDING);  // read in place, not copied
-    od::parser parser;
-    od::document doc;
-    if (auto err =
-            parser.iterate(simdjson::padded_string_view(json.data(), json.size(), json.capacity()))
-                .get(doc)) {
-      return Malformed(err, nullptr);
+    absl::StatusOr<std::unique_ptr<ByteSource>> source = OpenSource(path_);
+    if (!source.ok()) return source.status();
+    source_ = std::move(*source);
+    file_bytes_ = source_->file_bytes();
+    compression_ = std::string(source_->compression());
+    if (absl::Status st = WalkLayout(); !st.ok()) return st;
+    if (absl::Status st = ReadSkeleton(); !st.ok()) return st;
+    PrepareNames();
+    if (absl::Status st = ReadSlices(); !st.ok()) return st;
+    text_ = std::string();  // every record is read
+    source_.reset();
+    for (size_t i = 0; i < slices_.size(); ++i) {
+      if (!slices_[i].records.empty()) heads_.emplace(slices_[i].records[0].start, i);
     }
-    if (absl::Status st = ReadDocument(doc); !st.ok()) return st;
-    if (InterruptSignal() != 0) {
-      return InterruptedError(StrCat("after ", records_.size(), " records of ", path_));
-    }
-    std::stable_sort(records_.begin(), records_.end(),
-                     [](const Record& a, const Record& b) { return a.start < b.start; });
+    cursors_.assign(slices_.size(), 0);
     return absl::OkStatus();
   }
 
   absl::StatusOr<bool> Next(ParsedChunk* chunk) override {
     if (InterruptSignal() != 0) {
-      return InterruptedError(StrCat("after ", next_, " records of ", path_));
+      return InterruptedError(StrCat("after ", handed_out_, " records of ", path_));
     }
     builder_.Start(chunk, seq_++);
     if (seq_ == 1) {
       chunk->transfers_with_bad_times = transfers_without_times_;
       chunk->host_events_without_times = calls_without_times_;
     }
-    const size_t end = std::min(records_.size(), next_ + options_.chunk_records);
     auto text = [this](int64_t name) { return names_[static_cast<size_t>(name)]; };
-    for (; next_ < end; ++next_) {
-      const Record& r = records_[next_];
-      if (r.skipped) continue;
-      std::optional<int64_t> correlation;
-      if (r.correlation >= 0) correlation = r.correlation;
-      const int32_t device = static_cast<int32_t>(r.agent);
-      switch (r.type) {
-        case RecordType::kKernel:
-          builder_.AddKernel(r.start, r.end, r.key, text, device, r.stream, correlation,
-                             r.bad_times);
-          break;
-        case RecordType::kMemcpy:
-          builder_.AddTransfer(false, r.start, r.end, device, r.stream, correlation);
-          break;
-        case RecordType::kLaunch:
-          builder_.AddLaunch(r.start, r.end, r.correlation, r.key, text,
-                             HostThread{r.agent, r.thread});
-          break;
-        case RecordType::kMarker:
-          builder_.AddRange(r.start, r.end, text(r.key), HostThread{r.agent, r.thread});
-          break;
+    for (size_t n = 0; n < options_.chunk_records && !Done(); ++n) {
+      // The slices merged by start, ties to the slice first in the document: the current slice
+      // goes on while its next record comes before every other slice's.
+      if (current_ == kNoSlice) {
+        current_ = heads_.top().second;
+        heads_.pop();
+      }
+      const std::vector<Record>& records = slices_[current_].records;
+      const Record& r = records[cursors_[current_]++];
+      ++handed_out_;
+      if (!r.skipped) Add(r, text);
+      if (cursors_[current_] == records.size()) {
+        current_ = kNoSlice;
+      } else if (std::pair next(records[cursors_[current_]].start, current_);
+                 !heads_.empty() && heads_.top() < next) {
+        heads_.push(next);
+        current_ = kNoSlice;
       }
     }
     builder_.Finish();
@@ -191,430 +438,333 @@ class Rocprofv3JsonImporter : public TraceImporter {
         chunk->events += count;
       }
     }
+    if (Done()) slices_.clear();  // handed out: their memory goes back
     return builder_.records() > 0 ||
            (seq_ == 1 && (!unread_.empty() || transfers_without_times_ + calls_without_times_ > 0));
   }
 
   const TraceMetadata& metadata() const override { return metadata_; }
-  uint64_t bytes_read() const override { return next_ == records_.size() ? bytes_ : 0; }
+  uint64_t bytes_read() const override { return Done() ? bytes_ : 0; }
   uint64_t file_bytes() const override { return file_bytes_; }
   std::string_view compression() const override { return compression_; }
 
  private:
-  absl::Status ReadWhole(std::string* out) {
-    absl::StatusOr<std::unique_ptr<ByteSource>> source = OpenSource(path_);
-    if (!source.ok()) return source.status();
-    file_bytes_ = (*source)->file_bytes();
-    compression_ = std::string((*source)->compression());
-    if ((*source)->random_access()) {  // a plain file: read at once into its place
-      const uint64_t size = (*source)->file_bytes();
-      if (size > simdjson::SIMDJSON_MAXSIZE_BYTES) return TooLarge(size);
-      out->reserve(size + simdjson::SIMDJSON_PADDING);
-      out->resize(size);
-      return (*source)->ReadAt(0, size, out->data());
-    }
-    Block block;
-    while (true) {
-      absl::StatusOr<bool> more = (*source)->Next(&block);
-      if (!more.ok()) return more.status();
-      if (!*more) return absl::OkStatus();
-      out->append(block.data, block.size);
+  bool Done() const { return current_ == kNoSlice && heads_.empty(); }
+
+  template <typename TextOf>
+  void Add(const Record& r, TextOf& text) {
+    std::optional<int64_t> correlation;
+    if (r.correlation >= 0) correlation = r.correlation;
+    const int32_t device = static_cast<int32_t>(r.agent);
+    switch (r.type) {
+      case RecordType::kKernel:
+        builder_.AddKernel(r.start, r.end, r.key, text, device, r.stream, correlation, r.bad_times);
+        break;
+      case RecordType::kMemcpy:
+        builder_.AddTransfer(false, r.start, r.end, device, r.stream, correlation);
+        break;
+      case RecordType::kLaunch:
+        builder_.AddLaunch(r.start, r.end, r.correlation, r.key, text,
+                           HostThread{r.agent, r.thread});
+        break;
+      case RecordType::kMarker: {
+        auto it = marker_texts_.find(r.correlation);
+        builder_.AddRange(r.start, r.end, it == marker_texts_.end() ? "" : it->second,
+                          HostThread{r.agent, r.thread});
+        break;
+      }
     }
   }
 
-  // TooLarge() refuses a document larger than simdjson reads at once (4 GiB).
-  absl::Status TooLarge(uint64_t bytes) const {
-    return UnsupportedTraceError(
-        StrCat(path_, ": a rocprofv3 JSON document of ", bytes,
-               " bytes: tracefuse reads one of at most 4 GiB; write the rocpd database instead "
-               "(rocprofv3 --output-format rocpd), which it streams"));
+  // WalkLayout() finds the records' slices and copies the skeleton: a plain file read a piece at
+  // a time (its slices read again by their threads), other input decompressed whole into text_.
+  absl::Status WalkLayout() {
+    if (source_->random_access()) {
+      bytes_ = file_bytes_;
+      layout_.emplace(path_, options_.slice_bytes);
+      std::string piece(std::min<uint64_t>(kWalkBytes, bytes_), '\0');
+      for (uint64_t at = 0; at < bytes_; at += piece.size()) {
+        const size_t size = static_cast<size_t>(std::min<uint64_t>(piece.size(), bytes_ - at));
+        if (absl::Status st = source_->ReadAt(at, size, piece.data()); !st.ok()) return st;
+        if (absl::Status st = layout_->Feed(BlockOf(piece.data(), size, at)); !st.ok()) return st;
+        if (InterruptSignal() != 0) return InterruptedError(StrCat("reading ", path_));
+      }
+    } else {
+      Block block;
+      while (true) {
+        absl::StatusOr<bool> more = source_->Next(&block);
+        if (!more.ok()) return more.status();
+        if (!*more) break;
+        text_.append(block.data, block.size);
+      }
+      bytes_ = text_.size();
+      layout_.emplace(path_, options_.slice_bytes);
+      if (absl::Status st = layout_->Feed(BlockOf(text_.data(), text_.size(), 0)); !st.ok()) {
+        return st;
+      }
+    }
+    return layout_->Finish(bytes_);
   }
 
-  absl::Status Malformed(simdjson::error_code err, od::document* doc) const {
+  // ReadSkeleton() reads the processes' objects, their buffer_records arrays left empty.
+  absl::Status ReadSkeleton() {
+    const std::string& skeleton = layout_->skeleton();
+    std::string padded = skeleton;  // simdjson reads past the end
+    padded.reserve(skeleton.size() + simdjson::SIMDJSON_PADDING);
+    od::parser parser;
+    od::document doc;
+    if (auto err = parser
+                       .iterate(simdjson::padded_string_view(padded.data(), padded.size(),
+                                                             padded.capacity()))
+                       .get(doc)) {
+      return Malformed(err, nullptr, padded.data());
+    }
+    if (auto err = ReadProcesses(doc)) return Malformed(err, &doc, padded.data());
+    // Text after the document (two files run together, say) is not read as if it were not there.
+    const char* after = nullptr;  // a location only where tokens are left
+    if (doc.current_location().get(after) == simdjson::SUCCESS) {
+      return Malformed(simdjson::TRAILING_CONTENT, &doc, padded.data());
+    }
+    return absl::OkStatus();
+  }
+
+  // Malformed() is simdjson's `err`, at the input byte where `doc` (over the skeleton, read from
+  // `begin`) stands.
+  absl::Status Malformed(simdjson::error_code err, od::document* doc, const char* begin) const {
     const char* where = nullptr;
     std::string at;
     if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::EMPTY) {
       at = StrCat(" at byte ", bytes_);  // found before any value is read: the input's end
     } else if (doc != nullptr && doc->current_location().get(where) == simdjson::SUCCESS) {
-      at = StrCat(" at byte ", static_cast<uint64_t>(where - json_begin_));
+      at = StrCat(" at byte ", layout_->InputOffset(static_cast<uint64_t>(where - begin)));
     }
     return absl::InvalidArgumentError(
         StrCat(path_, ": malformed JSON", at, ": ", simdjson::error_message(err)));
   }
 
-  absl::Status ReadDocument(od::document& doc) {
-    if (absl::Status st = ReadRoot(doc); !st.ok()) return st;
-    // Text after the document (two files run together, say) is not read as if it were not there.
-    const char* after = nullptr;  // a location only where tokens are left
-    if (InterruptSignal() == 0 && doc.current_location().get(after) == simdjson::SUCCESS) {
-      return Malformed(simdjson::TRAILING_CONTENT, &doc);
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status ReadRoot(od::document& doc) {
-    doc_ = &doc;
-    const char* begin = nullptr;
-    if (doc.current_location().get(begin) == simdjson::SUCCESS) json_begin_ = begin;
+  simdjson::error_code ReadProcesses(od::document& doc) {
     od::object root;
-    if (auto err = doc.get_object().get(root)) return Malformed(err, &doc);
+    if (auto err = doc.get_object().get(root)) return err;
     for (auto field : root) {
       od::raw_json_string key;
-      if (auto err = field.key().get(key)) return Malformed(err, &doc);
+      if (auto err = field.key().get(key)) return err;
       if (key != "rocprofiler-sdk-tool") continue;
       od::array processes;
-      if (auto err = field.value().get_array().get(processes)) return Malformed(err, &doc);
+      if (auto err = field.value().get_array().get(processes)) return err;
       for (auto process : processes) {
         od::object object;
-        if (auto err = process.get_object().get(object)) return Malformed(err, &doc);
-        if (absl::Status st = ReadProcess(object); !st.ok()) return st;
+        if (auto err = process.get_object().get(object)) return err;
+        if (auto err = ReadProcess(object, &processes_.emplace_back())) return err;
       }
     }
-    return absl::OkStatus();
+    return simdjson::SUCCESS;
   }
 
-  absl::Status ReadProcess(od::object& object) {
-    Process p;
-    p.first_record = records_.size();
+  static simdjson::error_code ReadProcess(od::object& object, Process* p) {
     for (auto field : object) {
       od::raw_json_string key;
-      if (auto err = field.key().get(key)) return Malformed(err, doc_);
+      if (auto err = field.key().get(key)) return err;
       od::value value;
-      if (auto err = field.value().get(value)) return Malformed(err, doc_);
+      if (auto err = field.value().get(value)) return err;
       simdjson::error_code err = simdjson::SUCCESS;
       if (key == "metadata") {
-        err = ReadMetadata(value, &p);
+        err = ReadMetadata(value, p);
       } else if (key == "agents") {
-        err = ReadAgents(value, &p);
+        err = ReadAgents(value, p);
       } else if (key == "strings") {
-        err = ReadStrings(value, &p);
+        err = ReadStrings(value, p);
       } else if (key == "kernel_symbols") {
-        err = ReadKernelSymbols(value, &p);
-      } else if (key == "buffer_records") {
-        err = ReadBufferRecords(value);
-      }
-      if (err) return Malformed(err, doc_);
-    }
-    Resolve(p);
-    return absl::OkStatus();
-  }
-
-  static simdjson::error_code ReadMetadata(od::value& value, Process* p) {
-    od::object metadata;
-    if (auto err = value.get_object().get(metadata)) return err;
-    for (auto field : metadata) {
-      od::raw_json_string key;
-      if (auto err = field.key().get(key)) return err;
-      if (key == "pid") return Int(field.value(), &p->pid);
-    }
-    return simdjson::SUCCESS;
-  }
-
-  // Handle() reads {"handle": N}.
-  static simdjson::error_code Handle(od::value value, int64_t* out) {
-    od::object object;
-    if (auto err = value.get_object().get(object)) {
-      return err == simdjson::INCORRECT_TYPE ? simdjson::SUCCESS : err;  // not read, as Int()
-    }
-    for (auto field : object) {
-      od::raw_json_string key;
-      if (auto err = field.key().get(key)) return err;
-      if (key == "handle" || key == "internal") return Int(field.value(), out);
-    }
-    return simdjson::SUCCESS;
-  }
-
-  static simdjson::error_code ReadAgents(od::value& value, Process* p) {
-    od::array agents;
-    if (auto err = value.get_array().get(agents)) return err;
-    for (auto element : agents) {
-      od::object agent;
-      if (auto err = element.get_object().get(agent)) return err;
-      int64_t handle = -1;
-      Agent a;
-      for (auto field : agent) {
-        od::raw_json_string key;
-        if (auto err = field.key().get(key)) return err;
-        simdjson::error_code err = simdjson::SUCCESS;
-        if (key == "id") {
-          err = Handle(field.value(), &handle);
-        } else if (key == "type") {
-          err = AgentType(field.value(), &a.type);
-        } else if (key == "logical_node_type_id") {
-          err = Int(field.value(), &a.index);
-        } else if (key == "product_name") {
-          std::string_view name;
-          err = Text(field.value(), &name);
-          a.product_name = std::string(name);
-        }
-        if (err) return err;
-      }
-      p->agents[handle] = std::move(a);
-    }
-    return simdjson::SUCCESS;
-  }
-
-  static simdjson::error_code ReadStrings(od::value& value, Process* p) {
-    od::object strings;
-    if (auto err = value.get_object().get(strings)) return err;
-    for (auto field : strings) {
-      od::raw_json_string key;
-      if (auto err = field.key().get(key)) return err;
-      od::array array;
-      if (key == "buffer_records") {
-        if (auto err = field.value().get_array().get(array)) return err;
-        for (auto kind : array) {
-          std::vector<std::string>& names = p->operations.emplace_back();
-          od::object object;
-          if (auto err = kind.get_object().get(object)) return err;
-          for (auto f : object) {
-            od::raw_json_string k;
-            if (auto err = f.key().get(k)) return err;
-            if (k != "operations") continue;
-            od::array operations;
-            if (auto err = f.value().get_array().get(operations)) return err;
-            for (auto op : operations) {
-              std::string_view name;
-              od::value text;
-              if (auto err = op.get(text)) return err;
-              if (auto err = Text(text, &name)) return err;
-              names.emplace_back(name);
-            }
-          }
-        }
-      } else if (key == "marker_api") {
-        if (auto err = field.value().get_array().get(array)) return err;
-        for (auto entry : array) {
-          od::object object;
-          if (auto err = entry.get_object().get(object)) return err;
-          int64_t id = -1;
-          std::string_view text;
-          std::string value;  // kept until the key is read, whichever comes first
-          for (auto f : object) {
-            od::raw_json_string k;
-            if (auto err = f.key().get(k)) return err;
-            if (k == "key") {
-              if (auto err = Int(f.value(), &id)) return err;
-            } else if (k == "value") {
-              if (auto err = Text(f.value(), &text)) return err;
-              value = std::string(text);
-            }
-          }
-          p->marker_texts[id] = std::move(value);
-        }
-      }
-    }
-    return simdjson::SUCCESS;
-  }
-
-  static simdjson::error_code ReadKernelSymbols(od::value& value, Process* p) {
-    od::array symbols;
-    if (auto err = value.get_array().get(symbols)) return err;
-    for (auto element : symbols) {
-      od::object symbol;
-      if (auto err = element.get_object().get(symbol)) return err;
-      int64_t id = -1;
-      std::string mangled, demangled, formatted;
-      for (auto field : symbol) {
-        od::raw_json_string key;
-        std::string_view text;
-        if (auto err = field.key().get(key)) return err;
-        if (key == "kernel_id") {
-          if (auto err = Int(field.value(), &id)) return err;
-        } else if (key == "kernel_name" || key == "demangled_kernel_name" ||
-                   key == "formatted_kernel_name") {
-          if (auto err = Text(field.value(), &text)) return err;
-          std::string& name = key == "kernel_name"             ? mangled
-                              : key == "demangled_kernel_name" ? demangled
-                                                               : formatted;
-          name = std::string(text);
-        }
-      }
-      p->kernel_names[id] = KernelName(formatted, demangled, mangled);
-    }
-    return simdjson::SUCCESS;
-  }
-
-  simdjson::error_code ReadBufferRecords(od::value& value) {
-    od::object kinds;
-    if (auto err = value.get_object().get(kinds)) return err;
-    for (auto field : kinds) {
-      od::raw_json_string key;
-      if (auto err = field.key().get(key)) return err;
-      RecordType type;
-      if (key == "kernel_dispatch") {
-        type = RecordType::kKernel;
-      } else if (key == "hip_api") {
-        type = RecordType::kLaunch;
-      } else if (key == "memory_copy") {
-        type = RecordType::kMemcpy;
-      } else if (key == "marker_api") {
-        type = RecordType::kMarker;
-      } else {  // not read (HSA calls, allocations…): counted, as events of their kind
-        od::array others;
-        size_t count = 0;
-        if (field.value().get_array().get(others) == simdjson::SUCCESS) {
-          if (auto err = others.count_elements().get(count)) return err;
-        }
-        if (count > 0) {
-          const char* begin = key.raw();  // the key's text, up to its closing quote
-          const char* end = begin;
-          while (*end != '"') ++end;
-          unread_[std::string(begin, end)] += count;
-        }
-        continue;
-      }
-      od::array records;
-      if (auto err = field.value().get_array().get(records)) return err;
-      for (auto element : records) {
-        // Stopped here by a signal, the document is not read further (Open() says why).
-        if (records_.size() % kRecordsBetweenChecks == 0 && InterruptSignal() != 0) {
-          return simdjson::SUCCESS;
-        }
-        od::object record;
-        if (auto err = element.get_object().get(record)) return err;
-        if (auto err = ReadRecord(record, type)) return err;
-      }
-    }
-    return simdjson::SUCCESS;
-  }
-
-  simdjson::error_code ReadRecord(od::object& object, RecordType type) {
-    Record r;
-    r.type = type;
-    int64_t kind = 0, operation = 0, queue = -1, stream = -1, src = -1, dst = -1;
-    bool start = false, end = false;
-    for (auto field : object) {
-      od::raw_json_string key;
-      if (auto err = field.key().get(key)) return err;
-      simdjson::error_code err = simdjson::SUCCESS;
-      if (key == "start_timestamp") {
-        err = Int(field.value(), &r.start, &start);
-      } else if (key == "end_timestamp") {
-        err = Int(field.value(), &r.end, &end);
-      } else if (key == "correlation_id") {
-        err = Handle(field.value(), &r.correlation);
-      } else if (key == "kind") {
-        err = Int(field.value(), &kind);
-      } else if (key == "thread_id") {
-        err = Int(field.value(), &r.thread);
-      } else if (key == "operation") {
-        err = Int(field.value(), &operation);
-      } else if (key == "stream_id") {
-        err = Handle(field.value(), &stream);
-      } else if (key == "dst_agent_id") {
-        err = Handle(field.value(), &dst);
-      } else if (key == "src_agent_id") {
-        err = Handle(field.value(), &src);
-      } else if (key == "dispatch_info") {
-        od::object info;
-        if (auto e = field.value().get_object().get(info)) {
-          if (e == simdjson::INCORRECT_TYPE) continue;  // not read, as Int()
-          return e;
-        }
-        for (auto f : info) {
-          od::raw_json_string k;
-          if (auto e = f.key().get(k)) return e;
-          if (k == "agent_id") {
-            err = Handle(f.value(), &r.agent);
-          } else if (k == "queue_id") {
-            err = Handle(f.value(), &queue);
-          } else if (k == "kernel_id") {
-            err = Int(f.value(), &r.key);
-          }
-          if (err) return err;
-        }
+        err = ReadKernelSymbols(value, p);
       }
       if (err) return err;
     }
-    if (type == RecordType::kLaunch && start && (!end || r.end < r.start)) {
-      r.end = r.start;  // a call without its end takes no time, as in Kineto's reader
-      end = true;
-    }
-    if (!start || !end || r.end < r.start) {
-      // Counted as Kineto's reader counts them: a kernel kept at zero length, other records
-      // skipped.
-      if (type != RecordType::kKernel) {
-        ++(type == RecordType::kMemcpy ? transfers_without_times_ : calls_without_times_);
-        return simdjson::SUCCESS;
-      }
-      r.bad_times = true;
-      r.start = r.end = 0;
-    }
-    // The HIP stream where the record names one, as Kineto's AMD traces do; else the queue.
-    r.stream = static_cast<int32_t>(stream >= 0 ? stream : queue);
-    if (type == RecordType::kLaunch || type == RecordType::kMarker) {
-      r.operation = static_cast<int64_t>((static_cast<uint64_t>(kind) << 32) |
-                                         static_cast<uint32_t>(operation));
-    }
-
-    if (type == RecordType::kMarker) r.key = r.correlation;
-    if (type == RecordType::kMemcpy) r.agent = dst;
-    memcpy_sources_.push_back(type == RecordType::kMemcpy ? src : -1);
-    records_.push_back(r);
     return simdjson::SUCCESS;
   }
 
-  // Resolve() gives the process's records their names, devices and process-wide correlation
-  // ids.
-  void Resolve(const Process& p) {
+  // PrepareNames() interns every name the records can take, so that the slices' threads only
+  // look them up.
+  void PrepareNames() {
+    size_t markers = 0;
+    for (const Process& p : processes_) markers += p.marker_texts.size();
+    marker_texts_.reserve(markers);
+    for (Process& p : processes_) {
+      p.correlation_base = correlations_.Of(p.pid, 0);
+      p.no_name = Name("");
+      for (const auto& [id, name] : p.kernel_names) p.kernel_name_ids[id] = Name(name);
+      // Kept as they are (one text per range, as emit_nvtx writes them), not interned.
+      for (auto& [id, text] : p.marker_texts) {
+        marker_texts_.insert_or_assign(p.correlation_base + id, std::move(text));
+      }
+      p.marker_texts = {};
+      for (const std::vector<std::string>& kind : p.operations) {
+        std::vector<int64_t>& ids = p.operation_name_ids.emplace_back();
+        for (const std::string& name : kind) ids.push_back(Name(name));
+      }
+    }
+  }
+
+  // ReadSlices() parses the slices, on the threads options_.run_in_parallel has.
+  absl::Status ReadSlices() {
+    const std::vector<RecordSlice>& slices = layout_->slices();
+    slices_.resize(slices.size());
+    auto read = [this, &slices](size_t i) { ReadSlice(slices[i], &slices_[i]); };
+    if (options_.run_in_parallel) {
+      options_.run_in_parallel(slices.size(), read);
+    } else {
+      for (size_t i = 0; i < slices.size(); ++i) read(i);
+    }
+    if (InterruptSignal() != 0) return InterruptedError(StrCat("reading ", path_));
+    for (const SliceRecords& slice : slices_) {
+      if (!slice.status.ok()) return slice.status;
+    }
+    for (size_t i = 0; i < slices_.size(); ++i) {
+      SliceRecords& slice = slices_[i];
+      transfers_without_times_ += slice.transfers_without_times;
+      calls_without_times_ += slice.calls_without_times;
+      for (const auto& [name, count] : slice.unread) unread_[name] += count;
+      if (slice.has_kernel && !metadata_.gpu_name) {  // named by the first GPU to run a kernel
+        const Process& p = processes_[slices[i].process];
+        if (auto a = p.agents.find(slice.first_kernel_agent); a != p.agents.end()) {
+          metadata_.gpu_name = a->second.product_name;
+        }
+      }
+    }
+    for (const auto& [kind, count] : layout_->unread()) unread_[kind] += count;
+    return absl::OkStatus();
+  }
+
+  // ReadSlice() reads one slice's records into `out`, resolved and sorted by start.
+  void ReadSlice(const RecordSlice& slice, SliceRecords* out) const {
+    if (InterruptSignal() != 0 || slice.process >= processes_.size()) return;
+    thread_local std::string buffer;
+    thread_local od::parser parser;
+    const size_t size = static_cast<size_t>(slice.end - slice.begin);
+    buffer.resize(size + 2);  // within '[' and ']'
+    buffer.reserve(size + 2 + simdjson::SIMDJSON_PADDING);
+    buffer.front() = '[';
+    buffer.back() = ']';
+    if (text_.empty()) {
+      out->status = source_->ReadAt(slice.begin, size, buffer.data() + 1);
+      if (!out->status.ok()) return;
+    } else {
+      text_.copy(buffer.data() + 1, size, slice.begin);
+    }
+    if (absl::Status st = StripSeparator(slice, &buffer); !st.ok()) {
+      out->status = st;
+      return;
+    }
+    // No record takes less than 64 bytes of JSON (two timestamps and their keys alone do): this
+    // holds them all, and the pages never written are never taken from the system.
+    out->records.reserve(size / 64);
+    od::document doc;
+    simdjson::error_code err =
+        parser
+            .iterate(simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()))
+            .get(doc);
+    if (!err) err = ReadRecords(doc, slice.type, out);
+    if (err) {
+      const char* where = nullptr;
+      uint64_t at = slice.end;
+      if (doc.current_location().get(where) == simdjson::SUCCESS) {
+        at = slice.begin + static_cast<uint64_t>(where - buffer.data()) - 1;
+      }
+      out->status = absl::InvalidArgumentError(
+          StrCat(path_, ": malformed JSON at byte ", at, ": ", simdjson::error_message(err)));
+      return;
+    }
+    const Process& p = processes_[slice.process];
+    for (Record& r : out->records) Resolve(p, &r, out);
+    auto by_start = [](const Record& a, const Record& b) { return a.start < b.start; };
+    if (!std::is_sorted(out->records.begin(), out->records.end(), by_start)) {
+      std::stable_sort(out->records.begin(), out->records.end(), by_start);
+    }
+  }
+
+  // StripSeparator() blanks the ',' that a slice after the first of its array begins with.
+  absl::Status StripSeparator(const RecordSlice& slice, std::string* buffer) const {
+    if (slice.first_of_array) return absl::OkStatus();
+    const size_t at = buffer->find_first_not_of(" \t\r\n", 1);
+    if (at == buffer->size() - 1) return absl::OkStatus();  // the array's end
+    const size_t next = buffer->find_first_not_of(" \t\r\n", at + 1);
+    if ((*buffer)[at] != ',' || next == buffer->size() - 1) {  // no ',', or one before ']'
+      return absl::InvalidArgumentError(StrCat(path_, ": malformed JSON at byte ",
+                                               slice.begin + at - 1, ": ",
+                                               simdjson::error_message(simdjson::TAPE_ERROR)));
+    }
+    (*buffer)[at] = ' ';
+    return absl::OkStatus();
+  }
+
+  static simdjson::error_code ReadRecords(od::document& doc, RecordType type, SliceRecords* out) {
+    od::array records;
+    if (auto err = doc.get_array().get(records)) return err;
+    for (auto element : records) {
+      // Stopped here by a signal, the slice is not read further (ReadSlices() says why).
+      if (out->records.size() % kRecordsBetweenChecks == 0 && InterruptSignal() != 0) {
+        return simdjson::SUCCESS;
+      }
+      od::object record;
+      if (auto err = element.get_object().get(record)) return err;
+      if (auto err = ReadRecord(record, type, out)) return err;
+      if (type == RecordType::kKernel && !out->has_kernel) {
+        out->has_kernel = true;
+        out->first_kernel_agent = out->records.back().agent;
+      }
+    }
+    const char* after = nullptr;
+    if (doc.current_location().get(after) == simdjson::SUCCESS) {
+      return simdjson::TRAILING_CONTENT;
+    }
+    return simdjson::SUCCESS;
+  }
+
+  // Resolve() gives a record of process `p` its name index, device and file-wide correlation id.
+  static void Resolve(const Process& p, Record* r, SliceRecords* out) {
     auto device_of = [&p](int64_t handle) -> int64_t {
       auto it = p.agents.find(handle);
       if (it == p.agents.end() || it->second.type != kGpuAgentType) return -1;
       return it->second.index;
     };
-    for (size_t i = p.first_record; i < records_.size(); ++i) {
-      Record& r = records_[i];
-      if (r.correlation >= 0) r.correlation = correlations_.Of(p.pid, r.correlation);
-      switch (r.type) {
-        case RecordType::kKernel: {
-          auto it = p.kernel_names.find(r.key);
-          r.key = Name(it == p.kernel_names.end() ? std::string_view() : it->second);
-          // The GPU is named by the first that ran a kernel.
-          if (auto a = p.agents.find(r.agent); !metadata_.gpu_name && a != p.agents.end()) {
-            metadata_.gpu_name = a->second.product_name;
-          }
-          r.agent = device_of(r.agent);
+    if (r->correlation >= 0) r->correlation += p.correlation_base;
+    switch (r->type) {
+      case RecordType::kKernel: {
+        auto it = p.kernel_name_ids.find(r->key);
+        r->key = it == p.kernel_name_ids.end() ? p.no_name : it->second;
+        r->agent = device_of(r->agent);
+        break;
+      }
+      case RecordType::kMemcpy: {
+        const int64_t dst = device_of(r->agent);  // the GPU end of the copy
+        r->agent = dst >= 0 ? dst : device_of(r->key);
+        break;
+      }
+      case RecordType::kLaunch:
+        r->key = OperationNameId(p, r->operation);
+        r->agent = p.pid;
+        break;
+      case RecordType::kMarker: {
+        // Ranges only (roctxRangePushA, roctxRangeStartA, roctxThreadRangeA…): a mark or a
+        // control call (a thread's name, a pause) is counted by its name, not read.
+        const std::string_view op = OperationName(p, r->operation);
+        if (op.find("Range") == std::string_view::npos) {
+          r->skipped = true;
+          ++out->unread[op.empty() ? std::string("marker_api") : std::string(op)];
           break;
         }
-        case RecordType::kMemcpy: {
-          // The GPU end of the copy.
-          const int64_t dst = device_of(r.agent);
-          r.agent = dst >= 0 ? dst : device_of(memcpy_sources_[i - p.first_record]);
-          break;
-        }
-        case RecordType::kLaunch:
-          r.key = Name(OperationName(p, r.operation));
-          r.agent = p.pid;
-          break;
-        case RecordType::kMarker: {
-          // Ranges only (roctxRangePushA, roctxRangeStartA, roctxThreadRangeA…): a mark or a
-          // control call (a thread's name, a pause) is counted by its name, not read.
-          const std::string_view op = OperationName(p, r.operation);
-          if (op.find("Range") == std::string_view::npos) {
-            r.skipped = true;
-            ++unread_[op.empty() ? std::string("marker_api") : std::string(op)];
-            break;
-          }
-          auto it = p.marker_texts.find(r.key);
-          r.key = Name(it == p.marker_texts.end() ? std::string_view() : it->second);
-          r.agent = p.pid;
-          break;
-        }
+        r->agent = p.pid;  // its text is found by its correlation id
+        break;
       }
     }
-    memcpy_sources_.clear();
   }
 
-  // OperationName() is a call's or range's name (`operation`: kind << 32 | operation) through
-  // the process's strings.buffer_records; "" where they hold none.
-  static std::string_view OperationName(const Process& p, int64_t operation) {
+  // OperationNameId() is the name index of OperationName().
+  static int64_t OperationNameId(const Process& p, int64_t operation) {
     const size_t kind = static_cast<size_t>(static_cast<uint64_t>(operation) >> 32);
     const size_t op = static_cast<size_t>(operation & 0xFFFFFFFF);
-    if (kind < p.operations.size() && op < p.operations[kind].size()) {
-      return p.operations[kind][op];
+    if (kind < p.operation_name_ids.size() && op < p.operation_name_ids[kind].size()) {
+      return p.operation_name_ids[kind][op];
     }
-    return {};
+    return p.no_name;
   }
 
   int64_t Name(std::string_view text) {
@@ -626,21 +776,31 @@ class Rocprofv3JsonImporter : public TraceImporter {
   std::string path_;
   ImportOptions options_;
   TraceMetadata metadata_;
-  od::document* doc_ = nullptr;
-  const char* json_begin_ = nullptr;
+  std::unique_ptr<ByteSource> source_;
+  std::string text_;  // a compressed input, decompressed, until its records are read
+  std::optional<Rocprofv3Layout> layout_;
   uint64_t bytes_ = 0;  // the document's, decompressed
   uint64_t file_bytes_ = 0;
   std::string compression_;
-  std::vector<Record> records_;
-  std::vector<int64_t> memcpy_sources_;  // per record of the process being read
+  std::vector<Process> processes_;
+  absl::flat_hash_map<int64_t, std::string> marker_texts_;  // by file-wide correlation id
+  std::vector<SliceRecords> slices_;
   uint64_t transfers_without_times_ = 0, calls_without_times_ = 0;
   std::map<std::string, uint64_t> unread_;  // records of the kinds not read, by kind
   ProcessCorrelations correlations_;
   InternedStrings names_;
   StringMap<uint32_t> name_ids_;
   ImportedChunk builder_;
+  // The merge: each slice's next record but the current slice's, the earliest start (then the
+  // first slice) on top.
+  std::priority_queue<std::pair<int64_t, size_t>, std::vector<std::pair<int64_t, size_t>>,
+                      std::greater<>>
+      heads_;
+  std::vector<size_t> cursors_;
+  static constexpr size_t kNoSlice = SIZE_MAX;
+  size_t current_ = kNoSlice;  // the slice being handed out, off the heap
   uint64_t seq_ = 0;
-  size_t next_ = 0;
+  uint64_t handed_out_ = 0;
 };
 
 }  // namespace

@@ -442,10 +442,14 @@ absl::StatusOr<TraceInput> OpenInput(const std::string& path, TraceFormat format
     if (!bytes.ok()) return bytes.status();
     input.bytes = std::move(*bytes);
   } else {
-    ImportOptions import;
-    import.host_activity = options.host_activity;
+    ImportOptions reading;
+    reading.host_activity = options.host_activity;
+    reading.slice_bytes = options.chunk_bytes;
+    reading.run_in_parallel = [](size_t n, const std::function<void(size_t)>& work) {
+      tbb::parallel_for(size_t{0}, n, work, tbb::simple_partitioner());
+    };
     absl::StatusOr<std::unique_ptr<TraceImporter>> importer =
-        OpenTraceImporter(path, format, import);
+        OpenTraceImporter(path, format, reading);
     if (!importer.ok()) return importer.status();
     input.importer = std::move(*importer);
   }

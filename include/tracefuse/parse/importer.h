@@ -10,6 +10,7 @@
 #define TRACEFUSE_PARSE_IMPORTER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,6 +32,12 @@ struct ImportOptions {
   // Also read the CPU side (ParseOptions::host_activity): the launches' threads, and the NVTX or
   // roctx ranges as operators (PyTorch's emit_nvtx writes one per op), annotations and steps.
   bool host_activity = false;
+  // run_in_parallel(n, work) runs work(0) … work(n - 1) in any order, on up to `threads` threads
+  // (the pipeline's); unset, the importer runs them one after the other. Importers that parse
+  // their file apart (rocprofv3 JSON) use it.
+  std::function<void(size_t, const std::function<void(size_t)>&)> run_in_parallel;
+  // How many bytes of records each of those runs parses (PipelineOptions::chunk_bytes).
+  size_t slice_bytes = 2u << 20;
 };
 
 // TraceImporter reads one file of a format other than kKineto.

@@ -31,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "tracefuse/io/byte_source.h"
+#include "tracefuse/scan/json_brackets.h"
 
 namespace tracefuse {
 
@@ -55,12 +56,6 @@ struct EventChunk {
   // where it lies, instead of copying it (EventChunker::CutAtBlockEnds).
   bool in_place = false;
   size_t bytes() const { return static_cast<size_t>(end - begin); }
-};
-
-// What string tracking carries from one 64-byte block to the next.
-struct StringCarry {
-  uint64_t next_is_escaped = 0;  // the next block's first byte is escaped
-  uint64_t prev_in_string = 0;   // all ones when the previous block ended inside a string
 };
 
 // kDefaultMaxEventBytes is the default limit on one event's size. A chunk holds whole events, so
