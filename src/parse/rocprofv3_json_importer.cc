@@ -26,6 +26,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <map>
 #include <queue>
@@ -389,10 +390,17 @@ class Rocprofv3JsonImporter : public TraceImporter {
     source_ = std::move(*source);
     file_bytes_ = source_->file_bytes();
     compression_ = std::string(source_->compression());
-    if (absl::Status st = WalkLayout(); !st.ok()) return st;
-    if (absl::Status st = ReadSkeleton(); !st.ok()) return st;
-    PrepareNames();
-    if (absl::Status st = ReadSlices(); !st.ok()) return st;
+    if (options_.new_task_group) tasks_ = options_.new_task_group();
+    // The slices are parsed as the walk finds them, the skeleton while the last ones are: every
+    // task is waited for before any error is returned, the first in the document first.
+    absl::Status read = WalkLayout();
+    if (read.ok()) read = ReadSkeleton();
+    if (read.ok()) PrepareNames();
+    WaitForTasks();
+    if (absl::Status st = FirstSliceError(); !st.ok()) return st;
+    if (!read.ok()) return read;
+    if (InterruptSignal() != 0) return InterruptedError(StrCat("reading ", path_));
+    ResolveSlices();
     text_ = std::string();  // every record is read
     source_.reset();
     for (size_t i = 0; i < slices_.size(); ++i) {
@@ -476,19 +484,13 @@ class Rocprofv3JsonImporter : public TraceImporter {
     }
   }
 
-  // WalkLayout() finds the records' slices and copies the skeleton: a plain file read a piece at
-  // a time (its slices read again by their threads), other input decompressed whole into text_.
+  // WalkLayout() finds the records' slices, each parsed by a task as soon as it is found, and
+  // copies the skeleton: a plain file is read a piece at a time (its slices read again by their
+  // tasks), other input decompressed whole into text_ first.
   absl::Status WalkLayout() {
-    if (source_->random_access()) {
+    const bool from_file = source_->random_access();
+    if (from_file) {
       bytes_ = file_bytes_;
-      layout_.emplace(path_, options_.slice_bytes);
-      std::string piece(std::min<uint64_t>(kWalkBytes, bytes_), '\0');
-      for (uint64_t at = 0; at < bytes_; at += piece.size()) {
-        const size_t size = static_cast<size_t>(std::min<uint64_t>(piece.size(), bytes_ - at));
-        if (absl::Status st = source_->ReadAt(at, size, piece.data()); !st.ok()) return st;
-        if (absl::Status st = layout_->Feed(BlockOf(piece.data(), size, at)); !st.ok()) return st;
-        if (InterruptSignal() != 0) return InterruptedError(StrCat("reading ", path_));
-      }
     } else {
       Block block;
       while (true) {
@@ -498,12 +500,42 @@ class Rocprofv3JsonImporter : public TraceImporter {
         text_.append(block.data, block.size);
       }
       bytes_ = text_.size();
-      layout_.emplace(path_, options_.slice_bytes);
-      if (absl::Status st = layout_->Feed(BlockOf(text_.data(), text_.size(), 0)); !st.ok()) {
-        return st;
+    }
+    layout_.emplace(path_, options_.slice_bytes);
+    std::string piece(from_file ? std::min<uint64_t>(kWalkBytes, bytes_) : 0, '\0');
+    for (uint64_t at = 0; at < bytes_; at += kWalkBytes) {
+      const size_t size = static_cast<size_t>(std::min<uint64_t>(kWalkBytes, bytes_ - at));
+      const char* bytes = text_.data() + at;
+      if (from_file) {
+        if (absl::Status st = source_->ReadAt(at, size, piece.data()); !st.ok()) return st;
+        bytes = piece.data();
       }
+      if (absl::Status st = layout_->Feed(BlockOf(bytes, size, at)); !st.ok()) return st;
+      StartNewSlices();
+      if (InterruptSignal() != 0) return InterruptedError(StrCat("reading ", path_));
     }
     return layout_->Finish(bytes_);
+  }
+
+  // StartNewSlices() starts a task for each slice the layout found since the last call.
+  void StartNewSlices() {
+    for (size_t i = slices_.size(); i < layout_->slices().size(); ++i) {
+      SliceRecords* out = &slices_.emplace_back();  // a deque's elements stay where they are
+      const RecordSlice slice = layout_->slices()[i];
+      RunTask([this, slice, out] { ReadSlice(slice, out); });
+    }
+  }
+
+  void RunTask(std::function<void()> task) {
+    if (tasks_) {
+      tasks_->Run(std::move(task));
+    } else {
+      task();
+    }
+  }
+
+  void WaitForTasks() {
+    if (tasks_) tasks_->Wait();
   }
 
   // ReadSkeleton() reads the processes' objects, their buffer_records arrays left empty.
@@ -603,39 +635,44 @@ class Rocprofv3JsonImporter : public TraceImporter {
     }
   }
 
-  // ReadSlices() parses the slices, on the threads options_.run_in_parallel has.
-  absl::Status ReadSlices() {
-    const std::vector<RecordSlice>& slices = layout_->slices();
-    slices_.resize(slices.size());
-    auto read = [this, &slices](size_t i) { ReadSlice(slices[i], &slices_[i]); };
-    if (options_.run_in_parallel) {
-      options_.run_in_parallel(slices.size(), read);
-    } else {
-      for (size_t i = 0; i < slices.size(); ++i) read(i);
-    }
-    if (InterruptSignal() != 0) return InterruptedError(StrCat("reading ", path_));
+  absl::Status FirstSliceError() const {
     for (const SliceRecords& slice : slices_) {
       if (!slice.status.ok()) return slice.status;
     }
+    return absl::OkStatus();
+  }
+
+  // ResolveSlices() resolves the slices' records, a task each, once the skeleton is read, and
+  // adds up what they counted.
+  void ResolveSlices() {
+    const std::vector<RecordSlice>& slices = layout_->slices();
+    for (size_t i = 0; i < slices_.size(); ++i) {
+      if (slices[i].process >= processes_.size()) continue;  // not an object: not read
+      RunTask([this, i, &slices] {
+        const Process& p = processes_[slices[i].process];
+        for (Record& r : slices_[i].records) Resolve(p, &r, &slices_[i]);
+      });
+    }
+    WaitForTasks();
     for (size_t i = 0; i < slices_.size(); ++i) {
       SliceRecords& slice = slices_[i];
       transfers_without_times_ += slice.transfers_without_times;
       calls_without_times_ += slice.calls_without_times;
       for (const auto& [name, count] : slice.unread) unread_[name] += count;
-      if (slice.has_kernel && !metadata_.gpu_name) {  // named by the first GPU to run a kernel
-        const Process& p = processes_[slices[i].process];
+      if (slice.has_kernel && !metadata_.gpu_name && slices[i].process < processes_.size()) {
+        const Process& p = processes_[slices[i].process];  // the first GPU to run a kernel
         if (auto a = p.agents.find(slice.first_kernel_agent); a != p.agents.end()) {
           metadata_.gpu_name = a->second.product_name;
         }
       }
     }
     for (const auto& [kind, count] : layout_->unread()) unread_[kind] += count;
-    return absl::OkStatus();
   }
 
-  // ReadSlice() reads one slice's records into `out`, resolved and sorted by start.
+  // ReadSlice() reads one slice's records into `out`, sorted by start (ResolveSlices() resolves
+  // them).
   void ReadSlice(const RecordSlice& slice, SliceRecords* out) const {
-    if (InterruptSignal() != 0 || slice.process >= processes_.size()) return;
+    if (InterruptSignal() != 0) return;
     thread_local std::string buffer;
     thread_local od::parser parser;
     const size_t size = static_cast<size_t>(slice.end - slice.begin);
@@ -672,8 +709,6 @@ class Rocprofv3JsonImporter : public TraceImporter {
           StrCat(path_, ": malformed JSON at byte ", at, ": ", simdjson::error_message(err)));
       return;
     }
-    const Process& p = processes_[slice.process];
-    for (Record& r : out->records) Resolve(p, &r, out);
     auto by_start = [](const Record& a, const Record& b) { return a.start < b.start; };
     if (!std::is_sorted(out->records.begin(), out->records.end(), by_start)) {
       std::stable_sort(out->records.begin(), out->records.end(), by_start);
@@ -699,7 +734,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
     od::array records;
     if (auto err = doc.get_array().get(records)) return err;
     for (auto element : records) {
-      // Stopped here by a signal, the slice is not read further (ReadSlices() says why).
+      // Stopped here by a signal, the slice is not read further (Open() says why).
       if (out->records.size() % kRecordsBetweenChecks == 0 && InterruptSignal() != 0) {
         return simdjson::SUCCESS;
       }
@@ -784,7 +819,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
   std::string compression_;
   std::vector<Process> processes_;
   absl::flat_hash_map<int64_t, std::string> marker_texts_;  // by file-wide correlation id
-  std::vector<SliceRecords> slices_;
+  std::unique_ptr<TaskGroup> tasks_;
+  std::deque<SliceRecords> slices_;  // one per layout slice, filled by its task
   uint64_t transfers_without_times_ = 0, calls_without_times_ = 0;
   std::map<std::string, uint64_t> unread_;  // records of the kinds not read, by kind
   ProcessCorrelations correlations_;

@@ -21,6 +21,7 @@
 #include "oneapi/tbb/flow_graph.h"
 #include "oneapi/tbb/parallel_for.h"
 #include "oneapi/tbb/task_arena.h"
+#include "oneapi/tbb/task_group.h"
 #include "tracefuse/base/host.h"
 #include "tracefuse/base/strings.h"
 #include "tracefuse/io/byte_source.h"
@@ -433,6 +434,17 @@ struct TraceInput {
   std::unique_ptr<TraceImporter> importer;
 };
 
+// TbbTaskGroup is the importers' TaskGroup: tasks on the arena's threads.
+class TbbTaskGroup : public TaskGroup {
+ public:
+  void Run(std::function<void()> task) override { group_->run(std::move(task)); }
+  void Wait() override { group_->wait(); }
+
+ private:
+  // Held apart: tbb::task_group's destructor may throw, a TaskGroup's may not.
+  std::unique_ptr<tbb::task_group> group_ = std::make_unique<tbb::task_group>();
+};
+
 // OpenInput() opens `path`, of `format`, for one pass.
 absl::StatusOr<TraceInput> OpenInput(const std::string& path, TraceFormat format,
                                      const PipelineOptions& options) {
@@ -445,9 +457,7 @@ absl::StatusOr<TraceInput> OpenInput(const std::string& path, TraceFormat format
     ImportOptions reading;
     reading.host_activity = options.host_activity;
     reading.slice_bytes = options.chunk_bytes;
-    reading.run_in_parallel = [](size_t n, const std::function<void(size_t)>& work) {
-      tbb::parallel_for(size_t{0}, n, work, tbb::simple_partitioner());
-    };
+    reading.new_task_group = [] { return std::make_unique<TbbTaskGroup>(); };
     absl::StatusOr<std::unique_ptr<TraceImporter>> importer =
         OpenTraceImporter(path, format, reading);
     if (!importer.ok()) return importer.status();

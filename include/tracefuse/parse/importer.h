@@ -26,17 +26,27 @@ namespace tracefuse {
 // which the Kineto reader accepts or refuses with its own errors. Reads a few kilobytes.
 absl::StatusOr<TraceFormat> DetectTraceFormat(const std::string& path);
 
+// TaskGroup runs tasks on other threads while its caller goes on.
+class TaskGroup {
+ public:
+  virtual ~TaskGroup() = default;
+  // Run() starts `task`, now or later, on any thread.
+  virtual void Run(std::function<void()> task) = 0;
+  // Wait() returns once every task started has finished; the caller runs some meanwhile.
+  virtual void Wait() = 0;
+};
+
 // ImportOptions says what an importer reads and how much it hands out at once.
 struct ImportOptions {
   size_t chunk_records = 64 << 10;  // GPU activities and launches per chunk
   // Also read the CPU side (ParseOptions::host_activity): the launches' threads, and the NVTX or
   // roctx ranges as operators (PyTorch's emit_nvtx writes one per op), annotations and steps.
   bool host_activity = false;
-  // run_in_parallel(n, work) runs work(0) … work(n - 1) in any order, on up to `threads` threads
-  // (the pipeline's); unset, the importer runs them one after the other. Importers that parse
-  // their file apart (rocprofv3 JSON) use it.
-  std::function<void(size_t, const std::function<void(size_t)>&)> run_in_parallel;
-  // How many bytes of records each of those runs parses (PipelineOptions::chunk_bytes).
+  // new_task_group() gives a TaskGroup on the pipeline's threads; unset, an importer runs its
+  // tasks itself, one after the other. Importers that parse their file apart (rocprofv3 JSON)
+  // use it.
+  std::function<std::unique_ptr<TaskGroup>()> new_task_group;
+  // How many bytes of records each such task parses (PipelineOptions::chunk_bytes).
   size_t slice_bytes = 2u << 20;
 };
 
