@@ -45,13 +45,7 @@ def convert(trace, nsys_path, rocprofv3_path):
         INSERT INTO TARGET_INFO_GPU VALUES (0, 0, 'NVIDIA H100 80GB HBM3', 0);
     """)
     make_vendor_traces.nsys_tables(db, modern=True)
-    strings = {}
-
-    def sid(text):
-        if text not in strings:
-            strings[text] = len(strings) + 1
-            db.execute("INSERT INTO StringIds VALUES (?, ?)", (strings[text], text))
-        return strings[text]
+    sid = make_vendor_traces.string_ids(db)
 
     gpid = 1234 << 24
     op_ids = 0

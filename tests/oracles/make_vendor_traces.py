@@ -112,11 +112,9 @@ def nsys_tables(db, modern):
         returnValue INTEGER NOT NULL, callchainId INTEGER)""")
 
 
-def write_nsys(path, processes, modern, graph=False):
-    if os.path.exists(path):
-        os.remove(path)
-    db = sqlite3.connect(path)
-    nsys_tables(db, modern)
+def string_ids(db):
+    """The function that gives a text its id in an nsys export's StringIds, adding it there the
+    first time."""
     strings = {}
 
     def sid(text):
@@ -124,6 +122,15 @@ def write_nsys(path, processes, modern, graph=False):
             strings[text] = len(strings) + 1
             db.execute("INSERT INTO StringIds VALUES (?, ?)", (strings[text], text))
         return strings[text]
+    return sid
+
+
+def write_nsys(path, processes, modern, graph=False):
+    if os.path.exists(path):
+        os.remove(path)
+    db = sqlite3.connect(path)
+    nsys_tables(db, modern)
+    sid = string_ids(db)
 
     # nsys numbers the GPUs its own way: id 0 is CUDA device 1 and id 1 CUDA device 0.
     gpu_id_of_ordinal = {0: 1, 1: 0} if modern else {0: 0, 1: 1}
