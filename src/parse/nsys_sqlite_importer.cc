@@ -75,8 +75,7 @@ class NsysSqliteImporter : public SqliteImporter {
     if (db_->Has(kRuntimeTable)) {
       absl::StatusOr<bool> classes = db_->HasColumn(kRuntimeTable, "eventClass");
       if (!classes.ok()) return classes.status();
-      absl::Status st = tables_.Add(
-          db_.get(),
+      tables_.Add(
           Query{std::string(kRuntimeTable), "start, end, globalTid, correlationId, nameId", "",
                 StrCat("correlationId IS NOT NULL",
                        *classes ? StrCat(" AND eventClass <> ", kCudaBacktraceClass) : "")},
@@ -85,62 +84,52 @@ class NsysSqliteImporter : public SqliteImporter {
                 r.Int(0), r.Int(1), correlations_.Of(ProcessOf(r.Int(2)), r.Int(3)), r.Int(4),
                 [this](int64_t id) { return WithoutVersion(Text(id)); }, ThreadOf(r.Int(2)));
           });
-      if (!st.ok()) return st;
     }
     if (db_->Has(kKernelTable)) {
       absl::StatusOr<bool> demangled = db_->HasColumn(kKernelTable, "demangledName");
       if (!demangled.ok()) return demangled.status();
-      absl::Status st =
-          tables_.Add(db_.get(),
-                      Query{std::string(kKernelTable),
-                            StrCat("start, end, deviceId, streamId, correlationId, globalPid, ",
-                                   *demangled ? "demangledName" : "shortName")},
-                      [this](const SqliteQuery& r, ImportedChunk* chunk) {
-                        chunk->AddKernel(
-                            r.Int(0), r.Int(1), r.Int(6), [this](int64_t id) { return Text(id); },
-                            Device(r.Int(2)), static_cast<int32_t>(r.Int(3)),
-                            CorrelationOf(r, ProcessOf(r.Int(5)), 4));
-                      });
-      if (!st.ok()) return st;
+      tables_.Add(Query{std::string(kKernelTable),
+                        StrCat("start, end, deviceId, streamId, correlationId, globalPid, ",
+                               *demangled ? "demangledName" : "shortName")},
+                  [this](const SqliteQuery& r, ImportedChunk* chunk) {
+                    chunk->AddKernel(
+                        r.Int(0), r.Int(1), r.Int(6), [this](int64_t id) { return Text(id); },
+                        Device(r.Int(2)), static_cast<int32_t>(r.Int(3)),
+                        CorrelationOf(r, ProcessOf(r.Int(5)), 4));
+                  });
     }
     for (const auto& [table, sets] :
          {std::pair{kMemcpyTable, false}, std::pair{kMemsetTable, true}}) {
       if (!db_->Has(table)) continue;
       const bool is_memset = sets;  // a structured binding cannot be captured (C++17)
-      absl::Status st = tables_.Add(
-          db_.get(),
+      tables_.Add(
           Query{std::string(table), "start, end, deviceId, streamId, correlationId, globalPid"},
           [this, is_memset](const SqliteQuery& r, ImportedChunk* chunk) {
             chunk->AddTransfer(is_memset, r.Int(0), r.Int(1), Device(r.Int(2)),
                                static_cast<int32_t>(r.Int(3)),
                                CorrelationOf(r, ProcessOf(r.Int(5)), 4));
           });
-      if (!st.ok()) return st;
     }
     if (db_->Has(kGraphTable)) {
-      absl::Status st = tables_.Add(db_.get(), Query{std::string(kGraphTable), "start, end"},
-                                    [](const SqliteQuery& r, ImportedChunk* chunk) {
-                                      chunk->AddWholeGraphReplay(r.Int(0), r.Int(1));
-                                    });
-      if (!st.ok()) return st;
+      tables_.Add(Query{std::string(kGraphTable), "start, end"},
+                  [](const SqliteQuery& r, ImportedChunk* chunk) {
+                    chunk->AddWholeGraphReplay(r.Int(0), r.Int(1));
+                  });
     }
     if (db_->Has(kNvtxTable)) {
       // A registered string's text is in StringIds (textId), a plain one in `text`; exports
       // before textId have only `text`.
       absl::StatusOr<bool> registered = db_->HasColumn(kNvtxTable, "textId");
       if (!registered.ok()) return registered.status();
-      absl::Status st = tables_.Add(
-          db_.get(),
-          Query{std::string(kNvtxTable),
-                StrCat("NVTX_EVENTS.start, NVTX_EVENTS.end, COALESCE(NVTX_EVENTS.text, ",
-                       *registered ? "s.value, " : "", "''), NVTX_EVENTS.globalTid"),
-                *registered ? "LEFT JOIN StringIds s ON s.id = NVTX_EVENTS.textId" : "",
-                StrCat("eventType IN (", kNvtxPushPopRange, ", ", kNvtxStartEndRange,
-                       ") AND NVTX_EVENTS.end IS NOT NULL")},
-          [](const SqliteQuery& r, ImportedChunk* chunk) {
-            chunk->AddRange(r.Int(0), r.Int(1), r.Text(2), ThreadOf(r.Int(3)));
-          });
-      if (!st.ok()) return st;
+      tables_.Add(Query{std::string(kNvtxTable),
+                        StrCat("NVTX_EVENTS.start, NVTX_EVENTS.end, COALESCE(NVTX_EVENTS.text, ",
+                               *registered ? "s.value, " : "", "''), NVTX_EVENTS.globalTid"),
+                        *registered ? "LEFT JOIN StringIds s ON s.id = NVTX_EVENTS.textId" : "",
+                        StrCat("eventType IN (", kNvtxPushPopRange, ", ", kNvtxStartEndRange,
+                               ") AND NVTX_EVENTS.end IS NOT NULL")},
+                  [](const SqliteQuery& r, ImportedChunk* chunk) {
+                    chunk->AddRange(r.Int(0), r.Int(1), r.Text(2), ThreadOf(r.Int(3)));
+                  });
     }
     return absl::OkStatus();
   }

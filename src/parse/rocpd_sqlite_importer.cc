@@ -46,8 +46,7 @@ class RocpdSqliteImporter : public SqliteImporter {
     if (!gpu.ok()) return gpu.status();
     gpu_query_ = std::move(*gpu);
     using Query = TablesByStart::TableQuery;
-    absl::Status st = tables_.Add(
-        db_.get(),
+    tables_.Add(
         Query{"regions",
               "start, end, pid, stack_id, name, category LIKE 'MARKER%', "
               "CASE WHEN category LIKE 'MARKER%' THEN json_extract(extdata, '$.message') END, "
@@ -63,37 +62,32 @@ class RocpdSqliteImporter : public SqliteImporter {
               r.Int(0), r.Int(1), correlations_.Of(r.Int(2), r.Int(3)), ApiKey(r.Text(4)),
               [this](int64_t key) { return api_names_[static_cast<size_t>(key)]; }, thread);
         });
-    if (!st.ok()) return st;
-    st = tables_.Add(
-        db_.get(),
-        Query{"kernels",
-              "start, end, agent_type_index, agent_type = 'GPU', stream_id, stack_id, pid, "
-              "kernel_id"},
-        [this](const SqliteQuery& r, ImportedChunk* chunk) {
-          const int32_t device = r.Int(3) != 0 ? static_cast<int32_t>(r.Int(2)) : -1;
-          if (!metadata_.gpu_name && device >= 0) NameGpu(device);
-          chunk->AddKernel(
-              r.Int(0), r.Int(1), r.Int(7), [this](int64_t id) { return KernelName(id); }, device,
-              static_cast<int32_t>(r.Int(4)), CorrelationOf(r, r.Int(6), 5));
-        });
-    if (!st.ok()) return st;
-    return tables_.Add(
-        db_.get(),
-        Query{"memory_copies",
-              "start, end, dst_agent_type_index, dst_agent_type = 'GPU', "
-              "src_agent_type_index, src_agent_type = 'GPU', stream_id, stack_id, pid"},
-        [this](const SqliteQuery& r, ImportedChunk* chunk) {
-          // The GPU end of the copy.
-          int32_t device = -1;
-          if (r.Int(3) != 0) {
-            device = static_cast<int32_t>(r.Int(2));
-          } else if (r.Int(5) != 0) {
-            device = static_cast<int32_t>(r.Int(4));
-          }
-          chunk->AddTransfer(false, r.Int(0), r.Int(1), device,
-                             r.IsNull(6) ? -1 : static_cast<int32_t>(r.Int(6)),
-                             CorrelationOf(r, r.Int(8), 7));
-        });
+    tables_.Add(Query{"kernels",
+                      "start, end, agent_type_index, agent_type = 'GPU', stream_id, stack_id, pid, "
+                      "kernel_id"},
+                [this](const SqliteQuery& r, ImportedChunk* chunk) {
+                  const int32_t device = r.Int(3) != 0 ? static_cast<int32_t>(r.Int(2)) : -1;
+                  if (!metadata_.gpu_name && device >= 0) NameGpu(device);
+                  chunk->AddKernel(
+                      r.Int(0), r.Int(1), r.Int(7), [this](int64_t id) { return KernelName(id); },
+                      device, static_cast<int32_t>(r.Int(4)), CorrelationOf(r, r.Int(6), 5));
+                });
+    tables_.Add(Query{"memory_copies",
+                      "start, end, dst_agent_type_index, dst_agent_type = 'GPU', "
+                      "src_agent_type_index, src_agent_type = 'GPU', stream_id, stack_id, pid"},
+                [this](const SqliteQuery& r, ImportedChunk* chunk) {
+                  // The GPU end of the copy.
+                  int32_t device = -1;
+                  if (r.Int(3) != 0) {
+                    device = static_cast<int32_t>(r.Int(2));
+                  } else if (r.Int(5) != 0) {
+                    device = static_cast<int32_t>(r.Int(4));
+                  }
+                  chunk->AddTransfer(false, r.Int(0), r.Int(1), device,
+                                     r.IsNull(6) ? -1 : static_cast<int32_t>(r.Int(6)),
+                                     CorrelationOf(r, r.Int(8), 7));
+                });
+    return absl::OkStatus();
   }
 
  private:

@@ -99,16 +99,15 @@ absl::Status SqliteQuery::Reset() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<std::vector<std::pair<int64_t, int64_t>>>> TablesByStart::StartRuns(
-    SqliteDatabase* db, const TableQuery& query) {
-  using Runs = std::vector<std::pair<int64_t, int64_t>>;
-  if (!db->IsTable(query.table)) return std::optional<Runs>();  // a view has no rowid of its own
+absl::StatusOr<TablesByStart::Runs> TablesByStart::StartRuns(SqliteDatabase* db,
+                                                             const TableQuery& query) {
+  if (!db->IsTable(query.table)) return Runs();  // a view has no rowid of its own
   const std::string rowid = StrCat(query.table, ".rowid");
   absl::StatusOr<std::unique_ptr<SqliteQuery>> starts = db->Prepare(
       StrCat("SELECT ", rowid, ", ", query.table, ".", query.start, " FROM ", query.table,
              query.where.empty() ? "" : StrCat(" WHERE ", query.where), " ORDER BY ", rowid));
   if (!starts.ok()) return starts.status();
-  Runs runs;
+  std::vector<std::pair<int64_t, int64_t>> runs;
   int64_t last_start = 0;
   while (true) {
     absl::StatusOr<bool> row = (*starts)->Step();
@@ -116,23 +115,45 @@ absl::StatusOr<std::optional<std::vector<std::pair<int64_t, int64_t>>>> TablesBy
     if (!*row) break;
     const int64_t id = (*starts)->Int(0), start = (*starts)->Int(1);
     if (runs.empty() || start < last_start) {
-      if (runs.size() == kMaxRuns) return std::optional<Runs>();
+      if (runs.size() == kMaxRuns) return Runs();
       runs.emplace_back(id, id);
     }
     runs.back().second = id;
     last_start = start;
   }
-  return std::optional<Runs>(std::move(runs));
+  return Runs(std::move(runs));
 }
 
-absl::Status TablesByStart::Add(SqliteDatabase* db, const TableQuery& query, const AddRow& add) {
-  absl::StatusOr<std::optional<std::vector<std::pair<int64_t, int64_t>>>> runs =
-      StartRuns(db, query);
-  if (!runs.ok()) return runs.status();
+absl::Status TablesByStart::Start(SqliteDatabase* db, TaskGroup* tasks) {
+  std::vector<absl::StatusOr<Runs>> runs(pending_.size(), Runs());
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    auto find = [db, this, &runs, i] {
+      // A connection is used by one thread at a time (SQLITE_OPEN_NOMUTEX): a task opens its own.
+      absl::StatusOr<std::unique_ptr<SqliteDatabase>> own = SqliteDatabase::Open(db->path());
+      runs[i] = own.ok() ? StartRuns(own->get(), pending_[i].query) : own.status();
+    };
+    if (tasks != nullptr) {
+      tasks->Run(find);
+    } else {
+      runs[i] = StartRuns(db, pending_[i].query);
+    }
+  }
+  if (tasks != nullptr) tasks->Wait();
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (!runs[i].ok()) return runs[i].status();
+    if (absl::Status st = Prepare(db, pending_[i], *runs[i]); !st.ok()) return st;
+  }
+  pending_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status TablesByStart::Prepare(SqliteDatabase* db, const Pending& table, const Runs& runs) {
+  const TableQuery& query = table.query;
+  const AddRow& add = table.add;
   const std::string select =
       StrCat("SELECT ", query.columns, " FROM ", query.table, " ", query.joins, " WHERE ");
   const std::string where = query.where.empty() ? "1" : StrCat("(", query.where, ")");
-  if (!*runs) {
+  if (!runs) {
     absl::StatusOr<std::unique_ptr<SqliteQuery>> sorted =
         db->Prepare(StrCat(select, where, " ORDER BY ", query.table, ".", query.start));
     if (!sorted.ok()) return sorted.status();
@@ -140,7 +161,7 @@ absl::Status TablesByStart::Add(SqliteDatabase* db, const TableQuery& query, con
     return absl::OkStatus();
   }
   const std::string rowid = StrCat(query.table, ".rowid");
-  for (const auto& [first, last] : **runs) {
+  for (const auto& [first, last] : *runs) {
     absl::StatusOr<std::unique_ptr<SqliteQuery>> run =
         db->Prepare(StrCat(select, rowid, " BETWEEN ?1 AND ?2 AND ", where, " ORDER BY ", rowid));
     if (!run.ok()) return run.status();
@@ -192,13 +213,21 @@ absl::StatusOr<bool> TablesByStart::Fill(ImportedChunk* chunk, size_t records) {
 
 SqliteImporter::SqliteImporter(std::unique_ptr<SqliteDatabase> db, const ImportOptions& options,
                                TraceFormat format)
-    : db_(std::move(db)), chunk_records_(options.chunk_records), builder_(options.host_activity) {
+    : db_(std::move(db)),
+      chunk_records_(options.chunk_records),
+      new_task_group_(options.new_task_group),
+      builder_(options.host_activity) {
   metadata_.format = format;
 }
 
 absl::StatusOr<bool> SqliteImporter::Next(ParsedChunk* chunk) {
   if (InterruptSignal() != 0) {
     return InterruptedError(StrCat("after ", seq_ * chunk_records_, " records of ", db_->path()));
+  }
+  if (!started_) {  // here rather than in Open(): the pipeline's threads are at hand
+    std::unique_ptr<TaskGroup> tasks = new_task_group_ ? new_task_group_() : nullptr;
+    if (absl::Status st = tables_.Start(db_.get(), tasks.get()); !st.ok()) return st;
+    started_ = true;
   }
   builder_.Start(chunk, seq_++);
   absl::StatusOr<bool> more = tables_.Fill(&builder_, chunk_records_);

@@ -108,8 +108,15 @@ class TablesByStart {
   // kMaxRuns is how many runs of start order a table may hold to be read as it lies.
   static constexpr size_t kMaxRuns = 32;
 
-  // Add() reads `query`'s rows in start order, each added to a chunk by `add`.
-  absl::Status Add(SqliteDatabase* db, const TableQuery& query, const AddRow& add);
+  // Add() reads `query`'s rows in start order, each added to a chunk by `add`, once Start() has
+  // found how.
+  void Add(const TableQuery& query, AddRow add) {
+    pending_.push_back(Pending{query, std::move(add)});
+  }
+  // Start() finds each table's runs of start order (a pass over its start column, on a
+  // connection of its own, a task each on `tasks` when given) and prepares the queries that read
+  // them.
+  absl::Status Start(SqliteDatabase* db, TaskGroup* tasks);
   // Fill() adds rows to `chunk` until it holds `records` or every query is done; false when
   // there was no row left to add.
   absl::StatusOr<bool> Fill(ImportedChunk* chunk, size_t records);
@@ -121,10 +128,16 @@ class TablesByStart {
     bool started = false, has_row = false;
     int64_t start = 0;
   };
+  using Runs = std::optional<std::vector<std::pair<int64_t, int64_t>>>;
+  struct Pending {
+    TableQuery query;
+    AddRow add;
+  };
   // StartRuns() is the rowid ranges of `query`'s runs of start order, or nullopt where there are
   // more than kMaxRuns or it reads a view.
-  static absl::StatusOr<std::optional<std::vector<std::pair<int64_t, int64_t>>>> StartRuns(
-      SqliteDatabase* db, const TableQuery& query);
+  static absl::StatusOr<Runs> StartRuns(SqliteDatabase* db, const TableQuery& query);
+  absl::Status Prepare(SqliteDatabase* db, const Pending& table, const Runs& runs);
+  std::vector<Pending> pending_;
   static absl::Status Advance(Table* table);
   std::vector<Table> tables_;
 };
@@ -160,6 +173,8 @@ class SqliteImporter : public TraceImporter {
 
  private:
   size_t chunk_records_;
+  std::function<std::unique_ptr<TaskGroup>()> new_task_group_;
+  bool started_ = false;  // tables_.Start() has run
   absl::Status lookup_status_;
   ImportedChunk builder_;
   uint64_t seq_ = 0;
