@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "json_errors.h"
 #include "simdjson.h"
 #include "tracefuse/base/host.h"
 #include "tracefuse/base/strings.h"
@@ -640,6 +641,18 @@ const char* FindUtf8Error(std::string_view json) {
   return nullptr;
 }
 
+}  // namespace
+
+const char* FirstPassErrorAt(std::string_view json, simdjson::error_code err) {
+  if (err == simdjson::UTF8_ERROR) return FindUtf8Error(json);
+  if (err == simdjson::UNESCAPED_CHARS || err == simdjson::UNCLOSED_STRING) {
+    return FindStringError(json);
+  }
+  return nullptr;
+}
+
+namespace {
+
 uint64_t& CategorySlot(std::string_view cat, ParsedChunk* out) {
   for (auto& entry : out->categories)
     if (entry.first == cat) return entry.second;
@@ -862,11 +875,7 @@ absl::Status ChunkParser::ParseInBuffers(const EventChunk& chunk, const std::str
   simdjson::error_code err = im.parser.iterate(im.doc, len, im.doc_capacity).get(doc);
   if (err) {
     const std::string_view json(im.doc, len);
-    const char* where = err == simdjson::UTF8_ERROR ? FindUtf8Error(json)
-                        : err == simdjson::UNESCAPED_CHARS || err == simdjson::UNCLOSED_STRING
-                            ? FindStringError(json)
-                            : nullptr;
-    return im.Malformed(chunk, len, display_name, err, where);
+    return im.Malformed(chunk, len, display_name, err, FirstPassErrorAt(json, err));
   }
   od::array events;
   if ((err = doc.get_array().get(events))) {

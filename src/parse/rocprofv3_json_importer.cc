@@ -17,12 +17,13 @@
 // A kernel and the HIP call that launched it share correlation_id.internal.
 //
 // Performance note: rocprofv3 writes one document whose records lie in one array per kind and
-// process, in completion order. Rocprofv3Layout walks the brackets of the whole input once
-// (several GB/s, one thread) and cuts those arrays into slices of whole records; threads then
-// parse the slices apart (simdjson On-Demand, a plain file's slices read straight from it), each
-// slice's records resolved and sorted by start, and Next() merges the slices by start. Only the
-// records are held, in 64 bytes each (a compressed file is also held decompressed until they are
-// read); the skeleton around them (agents, strings, symbols) is small.
+// process, in completion order. Rocprofv3Layout walks the brackets of the whole input once (on
+// the calling thread, about 3 GB/s) and cuts those arrays into slices of whole records; each
+// slice is parsed by a task on the pipeline's threads as soon as it is found (simdjson On-Demand,
+// a plain file's slices read straight from it) and sorted by start; once the skeleton around
+// them (agents, strings, symbols: small) is read, the slices are resolved, a task each, and
+// Next() merges them by start. Only the records are held, in 64 bytes each (a compressed file is
+// also held decompressed until they are read). docs/performance.md, "The vendors' formats".
 #include <simdjson.h>
 
 #include <algorithm>
@@ -36,6 +37,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "importers.h"
+#include "json_errors.h"
 #include "rocprofv3_layout.h"
 #include "tracefuse/base/interrupt.h"
 #include "tracefuse/base/strings.h"
@@ -549,7 +551,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
                        .iterate(simdjson::padded_string_view(padded.data(), padded.size(),
                                                              padded.capacity()))
                        .get(doc)) {
-      return Malformed(err, nullptr, padded.data());
+      return Malformed(err, nullptr, padded.data(), FirstPassErrorAt(padded, err));
     }
     if (auto err = ReadProcesses(doc)) return Malformed(err, &doc, padded.data());
     // Text after the document (two files run together, say) is not read as if it were not there.
@@ -561,13 +563,15 @@ class Rocprofv3JsonImporter : public TraceImporter {
   }
 
   // Malformed() is simdjson's `err`, at the input byte where `doc` (over the skeleton, read from
-  // `begin`) stands.
-  absl::Status Malformed(simdjson::error_code err, od::document* doc, const char* begin) const {
-    const char* where = nullptr;
+  // `begin`) stands, or at `where` in the skeleton when given.
+  absl::Status Malformed(simdjson::error_code err, od::document* doc, const char* begin,
+                         const char* where = nullptr) const {
     std::string at;
-    if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::EMPTY) {
+    if (where == nullptr &&
+        (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::EMPTY)) {
       at = StrCat(" at byte ", bytes_);  // found before any value is read: the input's end
-    } else if (doc != nullptr && doc->current_location().get(where) == simdjson::SUCCESS) {
+    } else if (where != nullptr ||
+               (doc != nullptr && doc->current_location().get(where) == simdjson::SUCCESS)) {
       at = StrCat(" at byte ", layout_->InputOffset(static_cast<uint64_t>(where - begin)));
     }
     return absl::InvalidArgumentError(
@@ -698,11 +702,13 @@ class Rocprofv3JsonImporter : public TraceImporter {
         parser
             .iterate(simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()))
             .get(doc);
-    if (!err) err = ReadRecords(doc, slice.type, out);
+    const bool iterated = !err;  // else `doc` has no location to ask for
+    if (iterated) err = ReadRecords(doc, slice.type, out);
     if (err) {
-      const char* where = nullptr;
+      const char* where = iterated ? nullptr : FirstPassErrorAt(buffer, err);
       uint64_t at = slice.end;
-      if (doc.current_location().get(where) == simdjson::SUCCESS) {
+      if (where != nullptr ||
+          (iterated && doc.current_location().get(where) == simdjson::SUCCESS)) {
         at = slice.begin + static_cast<uint64_t>(where - buffer.data()) - 1;
       }
       out->status = absl::InvalidArgumentError(
