@@ -401,7 +401,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
     WaitForTasks();
     if (absl::Status st = FirstSliceError(); !st.ok()) return st;
     if (!read.ok()) return read;
-    if (InterruptSignal() != 0) return InterruptedError(StrCat("reading ", path_));
+    if (InterruptSignal() != 0) return InterruptedError(StrCat("while reading ", path_));
     ResolveSlices();
     text_ = std::string();  // every record is read
     source_.reset();
@@ -514,7 +514,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
       }
       if (absl::Status st = layout_->Feed(BlockOf(bytes, size, at)); !st.ok()) return st;
       StartNewSlices();
-      if (InterruptSignal() != 0) return InterruptedError(StrCat("reading ", path_));
+      if (InterruptSignal() != 0) return InterruptedError(StrCat("while reading ", path_));
     }
     return layout_->Finish(bytes_);
   }
