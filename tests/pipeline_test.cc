@@ -266,7 +266,8 @@ TEST(Pipeline, Rocprofv3SlicesGiveTheSameRecordsAtEverySize) {
 
 // A malformed record is found at the same byte, in the same words, whether it lies in a slice
 // of its own or amid others: a ',' missing between two records (either side of a cut, or not),
-// and a control character in a string (which simdjson's first pass finds without saying where).
+// and a control character in a string (which simdjson's first pass finds without saying where);
+// of two errors, the first in the document is said.
 TEST(Pipeline, Rocprofv3ErrorsAreFoundWhereverSlicesAreCut) {
   testing::TempDir dir;
   const std::string missing_comma = Rocprofv3Document(300, 150);
@@ -274,11 +275,18 @@ TEST(Pipeline, Rocprofv3ErrorsAreFoundWhereverSlicesAreCut) {
   size_t key = 0;
   for (int i = 0; i < 150; ++i) key = control.find("\"start_timestamp\"", key + 1);
   control.insert(key + 6, "\x01");
+  // Both errors: the first in the document is said, in the skeleton (agents) before a record.
+  std::string both = missing_comma;
+  const size_t agent = both.find(R"("type": 1, )") + 9;
+  both.erase(agent, 1);
   const struct {
     std::string document;
     size_t at;
     const char* message;
   } cases[] = {
+      {both, agent + 1,  // the token after the ',' that is missing, as in a record
+       "The JSON document has an improper structure: missing or superfluous commas, braces, "
+       "missing keys, etc."},
       {missing_comma, missing_comma.find("} {\"start_timestamp\"") + 2,
        "The JSON document has an improper structure: missing or superfluous commas, braces, "
        "missing keys, etc."},

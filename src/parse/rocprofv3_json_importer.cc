@@ -93,9 +93,9 @@ struct SliceRecords {
   std::vector<Record> records;
   absl::Status status;
   uint64_t transfers_without_times = 0, calls_without_times = 0;
+  uint64_t error_at = UINT64_MAX;          // the input offset of `status`'s error
   std::map<std::string, uint64_t> unread;  // roctx calls that are no ranges, by name
-  int64_t first_kernel_agent = -1;         // the agent handle of its first kernel, if any
-  bool has_kernel = false;
+  std::vector<int64_t> kernel_agents;      // its kernels' agent handles, in document order, once
 };
 
 // Int() reads an integer into `out` and says so in `read`. A value of another type (null, a
@@ -393,15 +393,14 @@ class Rocprofv3JsonImporter : public TraceImporter {
     file_bytes_ = source_->file_bytes();
     compression_ = std::string(source_->compression());
     if (options_.new_task_group) tasks_ = options_.new_task_group();
-    // The slices are parsed as the walk finds them, the skeleton while the last ones are: every
-    // task is waited for before any error is returned, the first in the document first.
+    // The slices are parsed as the walk finds them, the skeleton while the last ones are; every
+    // task is waited for before an error is returned.
     absl::Status read = WalkLayout();
     if (read.ok()) read = ReadSkeleton();
     if (read.ok()) PrepareNames();
     WaitForTasks();
-    if (absl::Status st = FirstSliceError(); !st.ok()) return st;
-    if (!read.ok()) return read;
     if (InterruptSignal() != 0) return InterruptedError(StrCat("while reading ", path_));
+    if (absl::Status st = FirstError(read); !st.ok()) return st;
     ResolveSlices();
     text_ = std::string();  // every record is read
     source_.reset();
@@ -512,10 +511,15 @@ class Rocprofv3JsonImporter : public TraceImporter {
         if (absl::Status st = source_->ReadAt(at, size, piece.data()); !st.ok()) return st;
         bytes = piece.data();
       }
-      if (absl::Status st = layout_->Feed(BlockOf(bytes, size, at)); !st.ok()) return st;
-      StartNewSlices();
+      absl::Status fed = layout_->Feed(BlockOf(bytes, size, at));
+      StartNewSlices();  // those before an error too: one of them may hold an earlier one
+      if (!fed.ok()) {
+        read_error_at_ = layout_->error_at();
+        return fed;
+      }
       if (InterruptSignal() != 0) return InterruptedError(StrCat("while reading ", path_));
     }
+    read_error_at_ = bytes_;  // where Finish() finds its errors, and after any other
     return layout_->Finish(bytes_);
   }
 
@@ -565,14 +569,16 @@ class Rocprofv3JsonImporter : public TraceImporter {
   // Malformed() is simdjson's `err`, at the input byte where `doc` (over the skeleton, read from
   // `begin`) stands, or at `where` in the skeleton when given.
   absl::Status Malformed(simdjson::error_code err, od::document* doc, const char* begin,
-                         const char* where = nullptr) const {
+                         const char* where = nullptr) {
     std::string at;
     if (where == nullptr &&
         (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::EMPTY)) {
-      at = StrCat(" at byte ", bytes_);  // found before any value is read: the input's end
+      read_error_at_ = bytes_;  // found before any value is read: the input's end
+      at = StrCat(" at byte ", bytes_);
     } else if (where != nullptr ||
                (doc != nullptr && doc->current_location().get(where) == simdjson::SUCCESS)) {
-      at = StrCat(" at byte ", layout_->InputOffset(static_cast<uint64_t>(where - begin)));
+      read_error_at_ = layout_->InputOffset(static_cast<uint64_t>(where - begin));
+      at = StrCat(" at byte ", read_error_at_);
     }
     return absl::InvalidArgumentError(
         StrCat(path_, ": malformed JSON", at, ": ", simdjson::error_message(err)));
@@ -639,11 +645,15 @@ class Rocprofv3JsonImporter : public TraceImporter {
     }
   }
 
-  absl::Status FirstSliceError() const {
+  // FirstError() is the error that comes first in the document: a slice's, or `read`, the walk's
+  // or the skeleton's (at read_error_at_).
+  absl::Status FirstError(const absl::Status& read) const {
     for (const SliceRecords& slice : slices_) {
-      if (!slice.status.ok()) return slice.status;
+      if (!slice.status.ok()) {
+        return read.ok() || slice.error_at < read_error_at_ ? slice.status : read;
+      }
     }
-    return absl::OkStatus();
+    return read;
   }
 
   // ResolveSlices() resolves the slices' records, a task each, once the skeleton is read, and
@@ -651,7 +661,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
   void ResolveSlices() {
     const std::vector<RecordSlice>& slices = layout_->slices();
     for (size_t i = 0; i < slices_.size(); ++i) {
-      if (slices[i].process >= processes_.size()) continue;  // not an object: not read
+      if (slices[i].process >= processes_.size()) {  // not an object: not read
+        slices_[i].records.clear();
+        continue;
+      }
       RunTask([this, i, &slices] {
         const Process& p = processes_[slices[i].process];
         for (Record& r : slices_[i].records) Resolve(p, &r, &slices_[i]);
@@ -663,9 +676,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
       transfers_without_times_ += slice.transfers_without_times;
       calls_without_times_ += slice.calls_without_times;
       for (const auto& [name, count] : slice.unread) unread_[name] += count;
-      if (slice.has_kernel && !metadata_.gpu_name && slices[i].process < processes_.size()) {
-        const Process& p = processes_[slices[i].process];  // the first GPU to run a kernel
-        if (auto a = p.agents.find(slice.first_kernel_agent); a != p.agents.end()) {
+      if (slices[i].process >= processes_.size()) continue;
+      const Process& p = processes_[slices[i].process];
+      for (int64_t agent : slice.kernel_agents) {  // named by the first known agent to run one
+        if (auto a = p.agents.find(agent); !metadata_.gpu_name && a != p.agents.end()) {
           metadata_.gpu_name = a->second.product_name;
         }
       }
@@ -686,14 +700,12 @@ class Rocprofv3JsonImporter : public TraceImporter {
     buffer.back() = ']';
     if (text_.empty()) {
       out->status = source_->ReadAt(slice.begin, size, buffer.data() + 1);
+      out->error_at = slice.begin;
       if (!out->status.ok()) return;
     } else {
       text_.copy(buffer.data() + 1, size, slice.begin);
     }
-    if (absl::Status st = StripSeparator(slice, &buffer); !st.ok()) {
-      out->status = st;
-      return;
-    }
+    if (!StripSeparator(slice, &buffer, out)) return;
     // No record takes less than 64 bytes of JSON (two timestamps and their keys alone do): this
     // holds them all, and the pages never written are never taken from the system.
     out->records.reserve(size / 64);
@@ -711,8 +723,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
           (iterated && doc.current_location().get(where) == simdjson::SUCCESS)) {
         at = slice.begin + static_cast<uint64_t>(where - buffer.data()) - 1;
       }
-      out->status = absl::InvalidArgumentError(
-          StrCat(path_, ": malformed JSON at byte ", at, ": ", simdjson::error_message(err)));
+      Malformed(at, err, out);
       return;
     }
     auto by_start = [](const Record& a, const Record& b) { return a.start < b.start; };
@@ -721,19 +732,25 @@ class Rocprofv3JsonImporter : public TraceImporter {
     }
   }
 
-  // StripSeparator() blanks the ',' that a slice after the first of its array begins with.
-  absl::Status StripSeparator(const RecordSlice& slice, std::string* buffer) const {
-    if (slice.first_of_array) return absl::OkStatus();
+  // StripSeparator() blanks the ',' that a slice after the first of its array begins with; false
+  // (and `out` says why) where it has none.
+  bool StripSeparator(const RecordSlice& slice, std::string* buffer, SliceRecords* out) const {
+    if (slice.first_of_array) return true;
     const size_t at = buffer->find_first_not_of(" \t\r\n", 1);
-    if (at == buffer->size() - 1) return absl::OkStatus();  // the array's end
+    if (at == buffer->size() - 1) return true;  // the array's end
     const size_t next = buffer->find_first_not_of(" \t\r\n", at + 1);
     if ((*buffer)[at] != ',' || next == buffer->size() - 1) {  // no ',', or one before ']'
-      return absl::InvalidArgumentError(StrCat(path_, ": malformed JSON at byte ",
-                                               slice.begin + at - 1, ": ",
-                                               simdjson::error_message(simdjson::TAPE_ERROR)));
+      Malformed(slice.begin + at - 1, simdjson::TAPE_ERROR, out);
+      return false;
     }
     (*buffer)[at] = ' ';
-    return absl::OkStatus();
+    return true;
+  }
+
+  void Malformed(uint64_t at, simdjson::error_code err, SliceRecords* out) const {
+    out->status = absl::InvalidArgumentError(
+        StrCat(path_, ": malformed JSON at byte ", at, ": ", simdjson::error_message(err)));
+    out->error_at = at;
   }
 
   static simdjson::error_code ReadRecords(od::document& doc, RecordType type, SliceRecords* out) {
@@ -747,9 +764,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
       od::object record;
       if (auto err = element.get_object().get(record)) return err;
       if (auto err = ReadRecord(record, type, out)) return err;
-      if (type == RecordType::kKernel && !out->has_kernel) {
-        out->has_kernel = true;
-        out->first_kernel_agent = out->records.back().agent;
+      if (type == RecordType::kKernel) {
+        const int64_t agent = out->records.back().agent;
+        std::vector<int64_t>& agents = out->kernel_agents;  // a few: searched, not hashed
+        if (std::find(agents.begin(), agents.end(), agent) == agents.end()) agents.push_back(agent);
       }
     }
     const char* after = nullptr;
@@ -825,8 +843,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
   std::string compression_;
   std::vector<Process> processes_;
   absl::flat_hash_map<int64_t, std::string> marker_texts_;  // by file-wide correlation id
-  std::unique_ptr<TaskGroup> tasks_;
   std::deque<SliceRecords> slices_;  // one per layout slice, filled by its task
+  // Where the error of the walk or the skeleton's parse lies, for FirstError(); 0 for errors
+  // without a place (reading the file), which come first.
+  uint64_t read_error_at_ = 0;
   uint64_t transfers_without_times_ = 0, calls_without_times_ = 0;
   std::map<std::string, uint64_t> unread_;  // records of the kinds not read, by kind
   ProcessCorrelations correlations_;
@@ -843,6 +863,9 @@ class Rocprofv3JsonImporter : public TraceImporter {
   size_t current_ = kNoSlice;  // the slice being handed out, off the heap
   uint64_t seq_ = 0;
   uint64_t handed_out_ = 0;
+  // Last, so that it goes first: should Open() be left by an exception, its destructor waits for
+  // the tasks still writing into the members above.
+  std::unique_ptr<TaskGroup> tasks_;
 };
 
 }  // namespace

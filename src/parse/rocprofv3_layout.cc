@@ -167,7 +167,8 @@ void Rocprofv3Layout::EndSlice(uint64_t end) {
   slice_.first_of_array = false;
 }
 
-absl::Status Rocprofv3Layout::Malformed(uint64_t offset, std::string_view what) const {
+absl::Status Rocprofv3Layout::Malformed(uint64_t offset, std::string_view what) {
+  error_at_ = offset;
   return absl::InvalidArgumentError(StrCat(path_, ": malformed JSON at byte ", offset, ": ", what));
 }
 

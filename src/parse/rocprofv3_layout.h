@@ -54,6 +54,8 @@ class Rocprofv3Layout {
   // unread() counts the records of the arrays of other kinds (hsa_api, memory_allocation…), by
   // kind: they are not read, only counted.
   const std::map<std::string, uint64_t>& unread() const { return unread_; }
+  // error_at() is the input offset of the error Feed() or Finish() returned last.
+  uint64_t error_at() const { return error_at_; }
 
  private:
   // Where a bracket stands in the document.
@@ -78,7 +80,7 @@ class Rocprofv3Layout {
   std::string_view KeyBeforeEnd() const;
   void EndRecord(uint64_t offset);  // at the record's closing bracket
   void EndSlice(uint64_t end);
-  absl::Status Malformed(uint64_t offset, std::string_view what) const;
+  absl::Status Malformed(uint64_t offset, std::string_view what);
 
   std::string path_;
   uint64_t slice_bytes_;
@@ -96,6 +98,7 @@ class Rocprofv3Layout {
   RecordSlice slice_;       // the slice being cut
   std::string other_kind_;  // the kind of the array of kOtherRecords being walked
   std::map<std::string, uint64_t> unread_;
+  uint64_t error_at_ = 0;
 };
 
 }  // namespace tracefuse

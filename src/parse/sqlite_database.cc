@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <utility>
 
 #include "importers.h"
 #include "tracefuse/base/interrupt.h"
@@ -125,25 +126,30 @@ absl::StatusOr<TablesByStart::Runs> TablesByStart::StartRuns(SqliteDatabase* db,
 }
 
 absl::Status TablesByStart::Start(SqliteDatabase* db, TaskGroup* tasks) {
-  std::vector<absl::StatusOr<Runs>> runs(pending_.size(), Runs());
-  for (size_t i = 0; i < pending_.size(); ++i) {
-    auto find = [db, this, &runs, i] {
-      // A connection is used by one thread at a time (SQLITE_OPEN_NOMUTEX): a task opens its own.
-      absl::StatusOr<std::unique_ptr<SqliteDatabase>> own = SqliteDatabase::Open(db->path());
-      runs[i] = own.ok() ? StartRuns(own->get(), pending_[i].query) : own.status();
-    };
-    if (tasks != nullptr) {
-      tasks->Run(find);
-    } else {
-      runs[i] = StartRuns(db, pending_[i].query);
+  const std::vector<Pending> pending = std::exchange(pending_, {});
+  std::vector<absl::StatusOr<Runs>> runs(pending.size(), Runs());
+  try {
+    for (size_t i = 0; i < pending.size(); ++i) {
+      // A view has no runs to find (StartRuns()); a table's pass runs on a connection of its
+      // own, since one is used by one thread at a time (SQLITE_OPEN_NOMUTEX).
+      if (tasks == nullptr || !db->IsTable(pending[i].query.table)) {
+        runs[i] = StartRuns(db, pending[i].query);
+        continue;
+      }
+      tasks->Run([db, &pending, &runs, i] {
+        absl::StatusOr<std::unique_ptr<SqliteDatabase>> own = SqliteDatabase::Open(db->path());
+        runs[i] = own.ok() ? StartRuns(own->get(), pending[i].query) : own.status();
+      });
     }
+  } catch (...) {  // the tasks write into `runs`: they end before it does
+    tasks->Wait();
+    throw;
   }
   if (tasks != nullptr) tasks->Wait();
-  for (size_t i = 0; i < pending_.size(); ++i) {
+  for (size_t i = 0; i < pending.size(); ++i) {
     if (!runs[i].ok()) return runs[i].status();
-    if (absl::Status st = Prepare(db, pending_[i], *runs[i]); !st.ok()) return st;
+    if (absl::Status st = Prepare(db, pending[i], *runs[i]); !st.ok()) return st;
   }
-  pending_.clear();
   return absl::OkStatus();
 }
 
@@ -224,10 +230,10 @@ absl::StatusOr<bool> SqliteImporter::Next(ParsedChunk* chunk) {
   if (InterruptSignal() != 0) {
     return InterruptedError(StrCat("after ", seq_ * chunk_records_, " records of ", db_->path()));
   }
-  if (!started_) {  // here rather than in Open(): the pipeline's threads are at hand
+  if (!started_) {    // here rather than in Open(): the pipeline's threads are at hand
+    started_ = true;  // once, even when it fails
     std::unique_ptr<TaskGroup> tasks = new_task_group_ ? new_task_group_() : nullptr;
     if (absl::Status st = tables_.Start(db_.get(), tasks.get()); !st.ok()) return st;
-    started_ = true;
   }
   builder_.Start(chunk, seq_++);
   absl::StatusOr<bool> more = tables_.Fill(&builder_, chunk_records_);

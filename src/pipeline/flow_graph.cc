@@ -441,7 +441,9 @@ class TbbTaskGroup : public TaskGroup {
   void Wait() override { group_->wait(); }
 
  private:
-  // Held apart: tbb::task_group's destructor may throw, a TaskGroup's may not.
+  // Held by pointer: tbb::task_group's destructor is declared to throw (tasks never waited for,
+  // outside an unwinding), a TaskGroup's is not. The importers wait for all they run; left by an
+  // exception, the destructor cancels and waits without throwing.
   std::unique_ptr<tbb::task_group> group_ = std::make_unique<tbb::task_group>();
 };
 
