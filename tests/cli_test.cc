@@ -152,6 +152,10 @@ TEST(Cli, VendorFilesThatCannotBeReadGetOneLine) {
   RunResult whole = RunCommand(Bin() + " stats " + nsys);
   EXPECT_EQ(whole.exit_code, 0) << whole.err;
   EXPECT_NE(whole.out.find("kernels                    400\n"), std::string::npos) << whole.out;
+  // Imported files have a progress line too.
+  RunResult progress = RunCommand(Bin() + " compare " + nsys + " " + nsys + " --progress always");
+  EXPECT_EQ(progress.exit_code, 0) << progress.err;
+  EXPECT_NE(progress.err.find("GB read"), std::string::npos) << progress.err;
   // Two leading slashes are one path's, not a URI's authority.
   EXPECT_EQ(RunCommand(Bin() + " stats /" + nsys).exit_code, 0);
   // The op-level comparison needs CPU operators: in these formats, the ranges of emit_nvtx.

@@ -406,6 +406,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
     source_.reset();
     for (size_t i = 0; i < slices_.size(); ++i) {
       if (!slices_[i].records.empty()) heads_.emplace(slices_[i].records[0].start, i);
+      records_ += slices_[i].records.size();
     }
     cursors_.assign(slices_.size(), 0);
     return absl::OkStatus();
@@ -454,6 +455,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
 
   const TraceMetadata& metadata() const override { return metadata_; }
   uint64_t bytes_read() const override { return Done() ? bytes_ : 0; }
+  uint64_t file_bytes_covered() const override {
+    if (records_ == 0 || Done()) return file_bytes_;
+    return static_cast<uint64_t>(double(file_bytes_) * double(handed_out_) / double(records_));
+  }
   uint64_t file_bytes() const override { return file_bytes_; }
   std::string_view compression() const override { return compression_; }
 
@@ -862,7 +867,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
   static constexpr size_t kNoSlice = SIZE_MAX;
   size_t current_ = kNoSlice;  // the slice being handed out, off the heap
   uint64_t seq_ = 0;
-  uint64_t handed_out_ = 0;
+  uint64_t records_ = 0, handed_out_ = 0;
   // Last, so that it goes first: should Open() be left by an exception, its destructor waits for
   // the tasks still writing into the members above.
   std::unique_ptr<TaskGroup> tasks_;

@@ -101,7 +101,8 @@ absl::Status SqliteQuery::Reset() {
 }
 
 absl::StatusOr<TablesByStart::Runs> TablesByStart::StartRuns(SqliteDatabase* db,
-                                                             const TableQuery& query) {
+                                                             const TableQuery& query,
+                                                             std::pair<int64_t, int64_t>* span) {
   if (!db->IsTable(query.table)) return Runs();  // a view has no rowid of its own
   const std::string rowid = StrCat(query.table, ".rowid");
   absl::StatusOr<std::unique_ptr<SqliteQuery>> starts = db->Prepare(
@@ -121,6 +122,8 @@ absl::StatusOr<TablesByStart::Runs> TablesByStart::StartRuns(SqliteDatabase* db,
     }
     runs.back().second = id;
     last_start = start;
+    span->first = std::min(span->first, start);
+    span->second = std::max(span->second, start);
   }
   return Runs(std::move(runs));
 }
@@ -128,17 +131,18 @@ absl::StatusOr<TablesByStart::Runs> TablesByStart::StartRuns(SqliteDatabase* db,
 absl::Status TablesByStart::Start(SqliteDatabase* db, TaskGroup* tasks) {
   const std::vector<Pending> pending = std::exchange(pending_, {});
   std::vector<absl::StatusOr<Runs>> runs(pending.size(), Runs());
+  std::vector<std::pair<int64_t, int64_t>> spans(pending.size(), {INT64_MAX, INT64_MIN});
   try {
     for (size_t i = 0; i < pending.size(); ++i) {
       // A view has no runs to find (StartRuns()); a table's pass runs on a connection of its
       // own, since one is used by one thread at a time (SQLITE_OPEN_NOMUTEX).
       if (tasks == nullptr || !db->IsTable(pending[i].query.table)) {
-        runs[i] = StartRuns(db, pending[i].query);
+        runs[i] = StartRuns(db, pending[i].query, &spans[i]);
         continue;
       }
-      tasks->Run([db, &pending, &runs, i] {
+      tasks->Run([db, &pending, &runs, &spans, i] {
         absl::StatusOr<std::unique_ptr<SqliteDatabase>> own = SqliteDatabase::Open(db->path());
-        runs[i] = own.ok() ? StartRuns(own->get(), pending[i].query) : own.status();
+        runs[i] = own.ok() ? StartRuns(own->get(), pending[i].query, &spans[i]) : own.status();
       });
     }
   } catch (...) {  // the tasks write into `runs`: they end before it does
@@ -149,6 +153,10 @@ absl::Status TablesByStart::Start(SqliteDatabase* db, TaskGroup* tasks) {
   for (size_t i = 0; i < pending.size(); ++i) {
     if (!runs[i].ok()) return runs[i].status();
     if (absl::Status st = Prepare(db, pending[i], *runs[i]); !st.ok()) return st;
+    if (*runs[i]) {  // a table sorted by SQLite spans what it spans: unknown
+      first_start_ = std::min(first_start_, spans[i].first);
+      last_start_ = std::max(last_start_, spans[i].second);
+    }
   }
   return absl::OkStatus();
 }
@@ -209,12 +217,18 @@ absl::StatusOr<bool> TablesByStart::Fill(ImportedChunk* chunk, size_t records) {
     }
     do {
       next->add(*next->query, chunk);
+      added_start_ = next->start;
       added = true;
       if (absl::Status st = Advance(next); !st.ok()) return st;
     } while (next->has_row && next->start < before_bound && next->start <= after_bound &&
              chunk->records() < records);
   }
   return added;
+}
+
+double TablesByStart::Done() const {
+  if (first_start_ >= last_start_ || added_start_ < first_start_) return 0;
+  return std::min(1.0, double(added_start_ - first_start_) / double(last_start_ - first_start_));
 }
 
 SqliteImporter::SqliteImporter(std::unique_ptr<SqliteDatabase> db, const ImportOptions& options,
@@ -242,6 +256,11 @@ absl::StatusOr<bool> SqliteImporter::Next(ParsedChunk* chunk) {
   builder_.Finish();
   if (!*more) bytes_read_ = FileSize(db_->path());
   return *more;
+}
+
+uint64_t SqliteImporter::file_bytes_covered() const {
+  const uint64_t file = file_bytes();
+  return bytes_read_ > 0 ? file : static_cast<uint64_t>(double(file) * tables_.Done());
 }
 
 std::optional<std::string> SqliteImporter::LookUp(SqliteQuery* query, int64_t key) {

@@ -120,6 +120,9 @@ class TablesByStart {
   // Fill() adds rows to `chunk` until it holds `records` or every query is done; false when
   // there was no row left to add.
   absl::StatusOr<bool> Fill(ImportedChunk* chunk, size_t records);
+  // Done() is the share of the rows handed out, by the time they span: the last start added
+  // against the first and last starts of the tables read as they lie (0 without such a table).
+  double Done() const;
 
  private:
   struct Table {
@@ -134,10 +137,13 @@ class TablesByStart {
     AddRow add;
   };
   // StartRuns() is the rowid ranges of `query`'s runs of start order, or nullopt where there are
-  // more than kMaxRuns or it reads a view.
-  static absl::StatusOr<Runs> StartRuns(SqliteDatabase* db, const TableQuery& query);
+  // more than kMaxRuns or it reads a view; `span` widens to its rows' first and last starts.
+  static absl::StatusOr<Runs> StartRuns(SqliteDatabase* db, const TableQuery& query,
+                                        std::pair<int64_t, int64_t>* span);
   absl::Status Prepare(SqliteDatabase* db, const Pending& table, const Runs& runs);
   std::vector<Pending> pending_;
+  // The first and last starts of the tables whose runs were found, and the last start added.
+  int64_t first_start_ = INT64_MAX, last_start_ = INT64_MIN, added_start_ = INT64_MIN;
   static absl::Status Advance(Table* table);
   std::vector<Table> tables_;
 };
@@ -149,6 +155,7 @@ class SqliteImporter : public TraceImporter {
   absl::StatusOr<bool> Next(ParsedChunk* chunk) override;
   const TraceMetadata& metadata() const override { return metadata_; }
   uint64_t bytes_read() const override { return bytes_read_; }
+  uint64_t file_bytes_covered() const override;
   uint64_t file_bytes() const override { return FileSize(db_->path()); }
 
  protected:

@@ -543,7 +543,9 @@ class TraceRun {
           // Each thread's cache is made on its first chunk, after the platform is detected.
           return CachedClassifier(classifier, ClassifyPlatform());
         }),
-        pool_(options.chunk_bytes) {
+        pool_(options.chunk_bytes),
+        import_progress_(progress),
+        trace_index_(trace_index) {
     if (!importer_) source_.emplace(path, std::move(input.bytes), options, progress, trace_index);
   }
 
@@ -669,6 +671,10 @@ class TraceRun {
     absl::StatusOr<bool> more = importer_->Next(&w->parsed);
     import_cpu_ += ThreadCpuSeconds() - started;
     if (!more.ok()) import_status_ = more.status();
+    if (import_progress_ != nullptr) {
+      const uint64_t covered = importer_->file_bytes_covered();
+      import_progress_->Update(trace_index_, covered, importer_->file_bytes(), covered);
+    }
     if (!more.ok() || !*more) return false;
     w->chunk.seq = w->parsed.seq;
     return true;
@@ -693,6 +699,8 @@ class TraceRun {
   std::shared_ptr<const Classifier> classifier_;
   tbb::enumerable_thread_specific<CachedClassifier> classifiers_;
   WorkPool pool_;
+  SharedProgress* import_progress_;  // an imported trace's (a Kineto trace's is its source's)
+  size_t trace_index_;
   absl::Status reduce_error_;
   std::optional<EventChunk> rejected_;
   bool has_events_wanted_ = false;  // the chunks reduced hold events_wanted_

@@ -64,6 +64,10 @@ class TraceImporter {
   // bytes_read() is how much of the input the records handed out so far cover (decompressed),
   // once they are all handed out; 0 before.
   virtual uint64_t bytes_read() const = 0;
+  // file_bytes_covered() is how much of the file the records handed out so far stand for, for a
+  // progress line: an estimate (the share of the records, or of the time they span), the whole
+  // file once they are all handed out; 0 where the format gives no way to tell.
+  virtual uint64_t file_bytes_covered() const = 0;
   // file_bytes() is the file's size on disk, and compression() how it is compressed ("gzip",
   // "zstd"; "" for none), as ByteSource says.
   virtual uint64_t file_bytes() const = 0;
