@@ -9,8 +9,6 @@
 namespace tracefuse {
 namespace {
 
-bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
 // The buffer_records arrays read, by key.
 bool RecordTypeOf(std::string_view key, RecordType* type) {
   if (key == "kernel_dispatch") {

@@ -8,8 +8,6 @@
 namespace tracefuse {
 namespace {
 
-inline bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
 std::string Printable(char c) {
   unsigned char u = static_cast<unsigned char>(c);
   if (u >= 0x20 && u < 0x7f) return std::string("'") + c + "'";

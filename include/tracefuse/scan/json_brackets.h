@@ -15,6 +15,9 @@
 
 namespace tracefuse {
 
+// IsJsonSpace() tells whether `c` is whitespace between JSON tokens.
+inline bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
 // StringCarry is what string tracking carries from one 64-byte block to the next.
 struct StringCarry {
   uint64_t next_is_escaped = 0;  // the next block's first byte is escaped
