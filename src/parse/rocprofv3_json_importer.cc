@@ -53,8 +53,8 @@ constexpr int64_t kGpuAgentType = 2;
 constexpr size_t kRecordsBetweenChecks = 64 << 10;
 
 // Record is one activity, call or range. As read, `key` is the kernel_id or a copy's source agent,
-// and `agent` a handle; Resolve() turns them into a name index and a device. A range's text is
-// found by its correlation id.
+// and `agent` a handle; Resolve() turns them into a name index (for a range, its text's index in
+// range_texts_, found by its correlation id) and a device.
 struct Record {
   int64_t start = 0, end = 0;
   int64_t correlation = -1;  // -1: none
@@ -78,8 +78,10 @@ struct Agent {
 struct Process {
   int64_t pid = 0;
   absl::flat_hash_map<int64_t, Agent> agents;
-  std::vector<std::vector<std::string>> operations;           // [kind][operation]
-  std::vector<std::pair<int64_t, std::string>> marker_texts;  // (correlation id, text)
+  std::vector<std::vector<std::string>> operations;  // [kind][operation]
+  // The roctx ranges' texts, one after the other in marker_text_bytes: (correlation id, end).
+  std::vector<std::pair<int64_t, size_t>> marker_texts;
+  std::string marker_text_bytes;
   absl::flat_hash_map<int64_t, std::string> kernel_names;
   // Filled once the skeleton is read, for the slices' threads to resolve records with.
   int64_t correlation_base = 0;                           // see ProcessCorrelations
@@ -232,7 +234,7 @@ simdjson::error_code ReadStrings(od::value& value, Process* p) {
         if (auto err = entry.get_object().get(object)) return err;
         int64_t id = -1;
         std::string_view text;
-        std::string value;  // kept until the key is read, whichever comes first
+        const size_t begin = p->marker_text_bytes.size();
         for (auto f : object) {
           od::raw_json_string k;
           if (auto err = f.key().get(k)) return err;
@@ -240,10 +242,11 @@ simdjson::error_code ReadStrings(od::value& value, Process* p) {
             if (auto err = Int(f.value(), &id)) return err;
           } else if (k == "value") {
             if (auto err = Text(f.value(), &text)) return err;
-            value = std::string(text);
+            p->marker_text_bytes.resize(begin);  // the last value given wins
+            p->marker_text_bytes.append(text);
           }
         }
-        p->marker_texts.emplace_back(id, std::move(value));
+        p->marker_texts.emplace_back(id, p->marker_text_bytes.size());
       }
     }
   }
@@ -481,12 +484,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
         builder_.AddLaunch(r.start, r.end, r.correlation, r.key, text,
                            HostThread{r.agent, r.thread});
         break;
-      case RecordType::kMarker: {
-        auto it = marker_texts_.find(r.correlation);
-        builder_.AddRange(r.start, r.end, it == marker_texts_.end() ? "" : it->second,
+      case RecordType::kMarker:
+        builder_.AddRange(r.start, r.end, r.key >= 0 ? range_texts_[r.key] : "",
                           HostThread{r.agent, r.thread});
         break;
-      }
     }
   }
 
@@ -633,14 +634,18 @@ class Rocprofv3JsonImporter : public TraceImporter {
   void PrepareNames() {
     size_t markers = 0;
     for (const Process& p : processes_) markers += p.marker_texts.size();
-    marker_texts_.reserve(markers);
+    range_texts_.reserve(markers);
+    range_text_ids_.reserve(markers);
     for (Process& p : processes_) {
       p.correlation_base = correlations_.Of(p.pid, 0);
       p.no_name = Name("");
       for (const auto& [id, name] : p.kernel_names) p.kernel_name_ids[id] = Name(name);
       // Kept as they are (one text per range, as emit_nvtx writes them), not interned.
-      for (auto& [id, text] : p.marker_texts) {
-        marker_texts_.insert_or_assign(p.correlation_base + id, std::move(text));
+      size_t begin = 0;
+      for (const auto& [id, end] : p.marker_texts) {
+        range_text_ids_.insert_or_assign(p.correlation_base + id, range_texts_.size());
+        range_texts_.push_back(std::string_view(p.marker_text_bytes).substr(begin, end - begin));
+        begin = end;
       }
       p.marker_texts = {};
       for (const std::vector<std::string>& kind : p.operations) {
@@ -690,6 +695,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
       }
     }
     for (const auto& [kind, count] : layout_->unread()) unread_[kind] += count;
+    range_text_ids_ = {};
   }
 
   // ReadSlice() reads one slice's records into `out`, sorted by start (ResolveSlices() resolves
@@ -711,9 +717,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
       text_.copy(buffer.data() + 1, size, slice.begin);
     }
     if (!StripSeparator(slice, &buffer, out)) return;
-    // No record takes less than 64 bytes of JSON (two timestamps and their keys alone do): this
-    // holds them all, and the pages never written are never taken from the system.
-    out->records.reserve(size / 64);
+    out->records.reserve(slice.records);
     od::document doc;
     simdjson::error_code err =
         parser
@@ -782,8 +786,9 @@ class Rocprofv3JsonImporter : public TraceImporter {
     return simdjson::SUCCESS;
   }
 
-  // Resolve() gives a record of process `p` its name index, device and file-wide correlation id.
-  static void Resolve(const Process& p, Record* r, SliceRecords* out) {
+  // Resolve() gives a record of process `p` its name index (a range its text's), device and
+  // file-wide correlation id.
+  void Resolve(const Process& p, Record* r, SliceRecords* out) const {
     auto device_of = [&p](int64_t handle) -> int64_t {
       auto it = p.agents.find(handle);
       if (it == p.agents.end() || it->second.type != kGpuAgentType) return -1;
@@ -815,7 +820,9 @@ class Rocprofv3JsonImporter : public TraceImporter {
           ++out->unread[op.empty() ? std::string("marker_api") : std::string(op)];
           break;
         }
-        r->agent = p.pid;  // its text is found by its correlation id
+        r->agent = p.pid;
+        auto text = range_text_ids_.find(r->correlation);  // its text, by its correlation id
+        r->key = text == range_text_ids_.end() ? -1 : static_cast<int64_t>(text->second);
         break;
       }
     }
@@ -847,7 +854,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
   uint64_t file_bytes_ = 0;
   std::string compression_;
   std::vector<Process> processes_;
-  absl::flat_hash_map<int64_t, std::string> marker_texts_;  // by file-wide correlation id
+  // The ranges' texts (in the processes' marker_text_bytes), and their indexes by file-wide
+  // correlation id until the records are resolved: a range's `key` is then its text's index.
+  std::vector<std::string_view> range_texts_;
+  absl::flat_hash_map<int64_t, size_t> range_text_ids_;
   std::deque<SliceRecords> slices_;  // one per layout slice, filled by its task
   // Where the error of the walk or the skeleton's parse lies, for FirstError(); 0 for errors
   // without a place (reading the file), which come first.

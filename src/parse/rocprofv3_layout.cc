@@ -74,7 +74,11 @@ absl::Status Rocprofv3Layout::Open(char bracket, uint64_t offset, const Block& b
       // A record's brackets are counted, not checked: simdjson checks them as it reads the
       // slice (and the records of other kinds are only counted).
       record_depth_ = 1;
-      if (parent == Role::kOtherRecords) ++unread_[other_kind_];
+      if (parent == Role::kOtherRecords) {
+        ++unread_[other_kind_];
+      } else {
+        ++slice_.records;
+      }
       return absl::OkStatus();
     } else if (parent == Role::kProcesses && bracket == '{') {
       role = Role::kProcess;
@@ -163,6 +167,7 @@ void Rocprofv3Layout::EndSlice(uint64_t end) {
   if (slice_.end > slice_.begin) slices_.push_back(slice_);
   slice_.begin = end;
   slice_.first_of_array = false;
+  slice_.records = 0;
 }
 
 absl::Status Rocprofv3Layout::Malformed(uint64_t offset, std::string_view what) {

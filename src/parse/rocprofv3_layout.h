@@ -33,6 +33,7 @@ struct RecordSlice {
   size_t process = 0;  // the process object's index, in document order
   RecordType type = RecordType::kKernel;
   bool first_of_array = false;
+  size_t records = 0;  // how many it holds, by their brackets
 };
 
 class Rocprofv3Layout {
