@@ -235,14 +235,15 @@ std::string Rocprofv3Document(int records, int break_at = -1) {
 // size and number, and whether the file is read at random or decompressed, the same records.
 TEST(Pipeline, Rocprofv3SlicesGiveTheSameRecordsAtEverySize) {
   testing::TempDir dir;
-  const std::string plain = dir.File("a_results.json", Rocprofv3Document(300));
+  // About 1.2 MB: the walk reads a plain file 256 KiB at a time, so slices span its pieces.
+  const std::string plain = dir.File("a_results.json", Rocprofv3Document(1500));
   ASSERT_EQ(std::system(("gzip -k " + plain).c_str()), 0);
   PipelineOptions base;
   base.threads = 1;
   base.chunk_bytes = 64 << 20;  // one slice an array
   auto reference = Profile(plain, base);
   ASSERT_TRUE(reference.ok()) << reference.status();
-  EXPECT_EQ(reference->kernel_count, 600u);
+  EXPECT_EQ(reference->kernel_count, 3000u);
   EXPECT_EQ(reference->gpu, "AMD Instinct MI300X");
   const std::map<std::string, uint64_t> categories(reference->event_categories.begin(),
                                                    reference->event_categories.end());
@@ -251,7 +252,7 @@ TEST(Pipeline, Rocprofv3SlicesGiveTheSameRecordsAtEverySize) {
   EXPECT_EQ(categories.at("cpu_op"), 20u);
   EXPECT_EQ(categories.at("gpu_memcpy"), 40u);
   for (int threads : {1, 2, 3}) {
-    for (size_t slice : {size_t{1}, size_t{700}, size_t{20000}}) {
+    for (size_t slice : {size_t{1}, size_t{700}, size_t{20000}, size_t{1} << 20}) {
       PipelineOptions o;
       o.threads = threads;
       o.chunk_bytes = slice;
@@ -266,8 +267,8 @@ TEST(Pipeline, Rocprofv3SlicesGiveTheSameRecordsAtEverySize) {
 
 // A malformed record is found at the same byte, in the same words, whether it lies in a slice
 // of its own or amid others: a ',' missing between two records (either side of a cut, or not),
-// and a control character in a string (which simdjson's first pass finds without saying where);
-// of two errors, the first in the document is said.
+// and a control character in a string (which simdjson's first pass finds without saying where),
+// in a record or in a range's text; of two errors, the first in the document is said.
 TEST(Pipeline, Rocprofv3ErrorsAreFoundWhereverSlicesAreCut) {
   testing::TempDir dir;
   const std::string missing_comma = Rocprofv3Document(300, 150);
@@ -275,6 +276,10 @@ TEST(Pipeline, Rocprofv3ErrorsAreFoundWhereverSlicesAreCut) {
   size_t key = 0;
   for (int i = 0; i < 150; ++i) key = control.find("\"start_timestamp\"", key + 1);
   control.insert(key + 6, "\x01");
+  // A control character in a range's text (strings.marker_api, also read in slices).
+  std::string text_control = Rocprofv3Document(300);
+  const size_t text = text_control.find("aten::op3") + 4;
+  text_control.insert(text, "\x02");
   // Both errors: the first in the document is said, in the skeleton (agents) before a record.
   std::string both = missing_comma;
   const size_t agent = both.find(R"("type": 1, )") + 9;
@@ -291,6 +296,8 @@ TEST(Pipeline, Rocprofv3ErrorsAreFoundWhereverSlicesAreCut) {
        "The JSON document has an improper structure: missing or superfluous commas, braces, "
        "missing keys, etc."},
       {control, key + 6,
+       "Within strings, some characters must be escaped, we found unescaped characters"},
+      {text_control, text,
        "Within strings, some characters must be escaped, we found unescaped characters"},
   };
   for (const auto& c : cases) {

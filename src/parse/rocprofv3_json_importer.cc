@@ -19,17 +19,20 @@
 // Performance note: rocprofv3 writes one document whose records lie in one array per kind and
 // process, in completion order. Rocprofv3Layout walks the brackets of the whole input once (on
 // the calling thread, about 3 GB/s) and cuts those arrays into slices of whole records; each
-// slice is parsed by a task on the pipeline's threads as soon as it is found (simdjson On-Demand,
-// a plain file's slices read straight from it) and sorted by start; once the skeleton around
-// them (agents, strings, symbols: small) is read, the slices are resolved, a task each, and
-// Next() merges them by start. Only the records are held, in 64 bytes each (a compressed file is
-// also held decompressed until they are read). docs/performance.md, "The vendors' formats".
+// slice is parsed by a task on the pipeline's threads as soon as it is found (simdjson On-Demand)
+// and sorted by start. The bytes are read once: the walk reads them into the buffer that its
+// next slice is then parsed in, and buffers go back to a pool. Once the skeleton around them
+// (agents, strings, symbols: small) is read, the slices are resolved, a task each, and Next()
+// merges them by start. Only the records are held, in 64 bytes each, and a few slices' text.
+// docs/performance.md, "The vendors' formats".
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <queue>
 #include <string>
 #include <utility>
@@ -79,9 +82,6 @@ struct Process {
   int64_t pid = 0;
   absl::flat_hash_map<int64_t, Agent> agents;
   std::vector<std::vector<std::string>> operations;  // [kind][operation]
-  // The roctx ranges' texts, one after the other in marker_text_bytes: (correlation id, end).
-  std::vector<std::pair<int64_t, size_t>> marker_texts;
-  std::string marker_text_bytes;
   absl::flat_hash_map<int64_t, std::string> kernel_names;
   // Filled once the skeleton is read, for the slices' threads to resolve records with.
   int64_t correlation_base = 0;                           // see ProcessCorrelations
@@ -98,6 +98,10 @@ struct SliceRecords {
   uint64_t error_at = UINT64_MAX;          // the input offset of `status`'s error
   std::map<std::string, uint64_t> unread;  // roctx calls that are no ranges, by name
   std::vector<int64_t> kernel_agents;      // its kernels' agent handles, in document order, once
+  // Of a slice of strings.marker_api: the texts, one after the other in range_text_bytes, as
+  // (correlation id, end).
+  std::vector<std::pair<int64_t, size_t>> range_texts;
+  std::string range_text_bytes;
 };
 
 // Int() reads an integer into `out` and says so in `read`. A value of another type (null, a
@@ -199,6 +203,8 @@ simdjson::error_code ReadAgents(od::value& value, Process* p) {
   return simdjson::SUCCESS;
 }
 
+// ReadStrings() reads the API names (strings.buffer_records); the ranges' texts beside them are
+// read in slices (ReadRangeText()).
 simdjson::error_code ReadStrings(od::value& value, Process* p) {
   od::object strings;
   if (auto err = value.get_object().get(strings)) return err;
@@ -226,27 +232,6 @@ simdjson::error_code ReadStrings(od::value& value, Process* p) {
             names.emplace_back(name);
           }
         }
-      }
-    } else if (key == "marker_api") {
-      if (auto err = field.value().get_array().get(array)) return err;
-      for (auto entry : array) {
-        od::object object;
-        if (auto err = entry.get_object().get(object)) return err;
-        int64_t id = -1;
-        std::string_view text;
-        const size_t begin = p->marker_text_bytes.size();
-        for (auto f : object) {
-          od::raw_json_string k;
-          if (auto err = f.key().get(k)) return err;
-          if (k == "key") {
-            if (auto err = Int(f.value(), &id)) return err;
-          } else if (k == "value") {
-            if (auto err = Text(f.value(), &text)) return err;
-            p->marker_text_bytes.resize(begin);  // the last value given wins
-            p->marker_text_bytes.append(text);
-          }
-        }
-        p->marker_texts.emplace_back(id, p->marker_text_bytes.size());
       }
     }
   }
@@ -278,6 +263,26 @@ simdjson::error_code ReadKernelSymbols(od::value& value, Process* p) {
     }
     p->kernel_names[id] = KernelName(formatted, demangled, mangled);
   }
+  return simdjson::SUCCESS;
+}
+
+// ReadRangeText() reads one entry of strings.marker_api, a range's text, into `out`.
+simdjson::error_code ReadRangeText(od::object& object, SliceRecords* out) {
+  int64_t id = -1;
+  const size_t begin = out->range_text_bytes.size();
+  for (auto field : object) {
+    od::raw_json_string key;
+    if (auto err = field.key().get(key)) return err;
+    if (key == "key") {
+      if (auto err = Int(field.value(), &id)) return err;
+    } else if (key == "value") {
+      std::string_view text;
+      if (auto err = Text(field.value(), &text)) return err;
+      out->range_text_bytes.resize(begin);  // the last value given wins
+      out->range_text_bytes.append(text);
+    }
+  }
+  out->range_texts.emplace_back(id, out->range_text_bytes.size());
   return simdjson::SUCCESS;
 }
 
@@ -380,7 +385,10 @@ Block BlockOf(const char* data, size_t size, uint64_t offset) {
 }
 
 // How much of a plain file the layout walks at a time.
-constexpr size_t kWalkBytes = 512 << 10;
+constexpr size_t kWalkBytes = 256 << 10;
+// How many slices found may wait for a thread before the walk parses one itself: their text is
+// held meanwhile.
+constexpr size_t kMaxWaitingSlices = 4;
 
 class Rocprofv3JsonImporter : public TraceImporter {
  public:
@@ -402,10 +410,12 @@ class Rocprofv3JsonImporter : public TraceImporter {
     if (read.ok()) read = ReadSkeleton();
     if (read.ok()) PrepareNames();
     WaitForTasks();
+    window_ = std::string();  // every slice is read
+    free_texts_.clear();
     if (InterruptSignal() != 0) return InterruptedError(StrCat("while reading ", path_));
     if (absl::Status st = FirstError(read); !st.ok()) return st;
+    IndexRangeTexts();
     ResolveSlices();
-    text_ = std::string();  // every record is read
     source_.reset();
     for (size_t i = 0; i < slices_.size(); ++i) {
       if (!slices_[i].records.empty()) heads_.emplace(slices_[i].records[0].start, i);
@@ -488,54 +498,161 @@ class Rocprofv3JsonImporter : public TraceImporter {
         builder_.AddRange(r.start, r.end, r.key >= 0 ? range_texts_[r.key] : "",
                           HostThread{r.agent, r.thread});
         break;
+      case RecordType::kRangeText:  // their slices hold texts, no records
+        break;
     }
   }
 
   // WalkLayout() finds the records' slices, each parsed by a task as soon as it is found, and
-  // copies the skeleton: a plain file is read a piece at a time (its slices read again by their
-  // tasks), other input decompressed whole into text_ first.
+  // copies the skeleton.
   absl::Status WalkLayout() {
-    const bool from_file = source_->random_access();
-    if (from_file) {
-      bytes_ = file_bytes_;
-    } else {
-      Block block;
-      while (true) {
-        absl::StatusOr<bool> more = source_->Next(&block);
-        if (!more.ok()) return more.status();
-        if (!*more) break;
-        text_.append(block.data, block.size);
-      }
-      bytes_ = text_.size();
-    }
     layout_.emplace(path_, options_.slice_bytes);
-    std::string piece(from_file ? std::min<uint64_t>(kWalkBytes, bytes_) : 0, '\0');
-    for (uint64_t at = 0; at < bytes_; at += kWalkBytes) {
-      const size_t size = static_cast<size_t>(std::min<uint64_t>(kWalkBytes, bytes_ - at));
-      const char* bytes = text_.data() + at;
-      if (from_file) {
-        if (absl::Status st = source_->ReadAt(at, size, piece.data()); !st.ok()) return st;
-        bytes = piece.data();
-      }
-      absl::Status fed = layout_->Feed(BlockOf(bytes, size, at));
+    window_ = NewText();
+    window_.push_back(' ');  // where the next slice's '[' goes
+    for (uint64_t at = 0;;) {
+      absl::StatusOr<size_t> size = ReadMore();
+      if (!size.ok()) return size.status();
+      if (*size == 0) break;
+      absl::Status fed = layout_->Feed(BlockOf(WindowAt(at), *size, at));
       StartNewSlices();  // those before an error too: one of them may hold an earlier one
       if (!fed.ok()) {
         read_error_at_ = layout_->error_at();
         return fed;
       }
       if (InterruptSignal() != 0) return InterruptedError(StrCat("while reading ", path_));
+      at += *size;
+      DropBefore(layout_->open_slice_begin().value_or(at));
+      while (WaitingSlices() > kMaxWaitingSlices) ReadWaitingSlice();
     }
+    bytes_ = WindowEnd();
     read_error_at_ = bytes_;  // where Finish() finds its errors, and after any other
     return layout_->Finish(bytes_);
+  }
+
+  // ReadMore() appends the input's next bytes to window_, and says how many: a piece of a plain
+  // file, read in place, or the next block of a compressed one, decompressed; 0 at its end.
+  absl::StatusOr<size_t> ReadMore() {
+    const uint64_t at = WindowEnd();
+    if (source_->random_access()) {
+      const size_t size = static_cast<size_t>(std::min<uint64_t>(kWalkBytes, file_bytes_ - at));
+      char* into = GrowWindow(size);
+      if (absl::Status st = source_->ReadAt(at, size, into); !st.ok()) return st;
+      return size;
+    }
+    Block block;
+    absl::StatusOr<bool> more = source_->Next(&block);
+    if (!more.ok()) return more.status();
+    if (!*more) return 0;
+    std::memcpy(GrowWindow(block.size), block.data, block.size);
+    return block.size;
+  }
+
+  // GrowWindow() makes the window `size` bytes longer, and says where they go. The bytes dropped
+  // are let go of here, where the window would grow past its buffer.
+  char* GrowWindow(size_t size) {
+    if (window_.size() + size + 1 + simdjson::SIMDJSON_PADDING > window_.capacity()) {
+      window_.erase(1, window_at_ - 1);
+      window_at_ = 1;
+    }
+    Reserve(&window_, window_.size() + size);
+    window_.resize(window_.size() + size);
+    return window_.data() + window_.size() - size;
+  }
+
+  // WindowAt() is where input offset `offset` (at least window_begin_) lies in the window, and
+  // WindowEnd() the input offset after its last byte.
+  char* WindowAt(uint64_t offset) {
+    return window_.data() + window_at_ + static_cast<size_t>(offset - window_begin_);
+  }
+  uint64_t WindowEnd() const { return window_begin_ + (window_.size() - window_at_); }
+
+  // Reserve() makes room in `text` for `size` bytes, a ']' and simdjson's padding.
+  static void Reserve(std::string* text, size_t size) {
+    const size_t capacity = size + 1 + simdjson::SIMDJSON_PADDING;
+    if (text->capacity() < capacity) text->reserve(std::max(capacity, 2 * text->capacity()));
+  }
+
+  // DropBefore() drops the window's bytes before input offset `offset` (GrowWindow() lets go of
+  // them).
+  void DropBefore(uint64_t offset) {
+    if (offset <= window_begin_) return;
+    window_at_ += static_cast<size_t>(offset - window_begin_);
+    window_begin_ = offset;
+  }
+
+  // TakeSliceText() is `slice`'s bytes within '[' and ']'. Whichever is less is copied: the
+  // slice (into a new buffer), or the bytes after it (then the slice keeps the buffer they were
+  // read into, and the window goes on in a new one).
+  std::string TakeSliceText(const RecordSlice& slice) {
+    DropBefore(slice.begin);
+    const size_t size = static_cast<size_t>(slice.end - slice.begin);
+    const size_t after = window_.size() - window_at_ - size;
+    std::string text = NewText();
+    if (size <= after) {
+      text.push_back('[');
+      text.append(window_, window_at_, size);
+      DropBefore(slice.end);
+    } else {
+      text.push_back(' ');
+      text.append(window_, window_at_ + size, after);
+      std::swap(text, window_);
+      text.erase(0, window_at_ - 1);  // nothing where the slice is the buffer's first
+      text.resize(1 + size);
+      text.front() = '[';
+      window_at_ = 1;
+      window_begin_ = slice.end;
+    }
+    text.push_back(']');
+    return text;
+  }
+
+  // NewText() is an empty buffer for a slice's text, from the pool where one is free.
+  std::string NewText() {
+    std::lock_guard<std::mutex> lock(texts_mutex_);
+    if (free_texts_.empty()) {
+      std::string text;
+      Reserve(&text, options_.slice_bytes + 2 * kWalkBytes);  // a record past the slice's size too
+      return text;
+    }
+    std::string text = std::move(free_texts_.back());
+    free_texts_.pop_back();
+    return text;
   }
 
   // StartNewSlices() starts a task for each slice the layout found since the last call.
   void StartNewSlices() {
     for (size_t i = slices_.size(); i < layout_->slices().size(); ++i) {
-      SliceRecords* out = &slices_.emplace_back();  // a deque's elements stay where they are
       const RecordSlice slice = layout_->slices()[i];
-      RunTask([this, slice, out] { ReadSlice(slice, out); });
+      SliceRecords* out = &slices_.emplace_back();  // a deque's elements stay where they are
+      std::string text = TakeSliceText(slice);
+      {
+        std::lock_guard<std::mutex> lock(texts_mutex_);
+        waiting_.push_back(WaitingSlice{slice, out, std::move(text)});
+      }
+      RunTask([this] { ReadWaitingSlice(); });
     }
+  }
+
+  size_t WaitingSlices() {
+    std::lock_guard<std::mutex> lock(texts_mutex_);
+    return waiting_.size();
+  }
+
+  // ReadWaitingSlice() reads the slice that has waited longest, if any. As many run as slices
+  // are started, on the tasks' threads or the walk's: every slice is read once they have all
+  // run.
+  void ReadWaitingSlice() {
+    WaitingSlice next;
+    {
+      std::lock_guard<std::mutex> lock(texts_mutex_);
+      if (waiting_.empty()) return;
+      next = std::move(waiting_.front());
+      waiting_.pop_front();
+    }
+    ReadSlice(next.slice, &next.text, next.out);
+    next.text.clear();
+    std::lock_guard<std::mutex> lock(texts_mutex_);
+    free_texts_.push_back(std::move(next.text));
   }
 
   void RunTask(std::function<void()> task) {
@@ -632,25 +749,35 @@ class Rocprofv3JsonImporter : public TraceImporter {
   // PrepareNames() interns every name the records can take, so that the slices' threads only
   // look them up.
   void PrepareNames() {
-    size_t markers = 0;
-    for (const Process& p : processes_) markers += p.marker_texts.size();
-    range_texts_.reserve(markers);
-    range_text_ids_.reserve(markers);
     for (Process& p : processes_) {
       p.correlation_base = correlations_.Of(p.pid, 0);
       p.no_name = Name("");
       for (const auto& [id, name] : p.kernel_names) p.kernel_name_ids[id] = Name(name);
-      // Kept as they are (one text per range, as emit_nvtx writes them), not interned.
-      size_t begin = 0;
-      for (const auto& [id, end] : p.marker_texts) {
-        range_text_ids_.insert_or_assign(p.correlation_base + id, range_texts_.size());
-        range_texts_.push_back(std::string_view(p.marker_text_bytes).substr(begin, end - begin));
-        begin = end;
-      }
-      p.marker_texts = {};
       for (const std::vector<std::string>& kind : p.operations) {
         std::vector<int64_t>& ids = p.operation_name_ids.emplace_back();
         for (const std::string& name : kind) ids.push_back(Name(name));
+      }
+    }
+  }
+
+  // IndexRangeTexts() indexes the ranges' texts that the slices of strings.marker_api hold by
+  // file-wide correlation id, in document order (the last text given for an id wins). They are
+  // kept as they are (one text per range, as emit_nvtx writes them), not interned.
+  void IndexRangeTexts() {
+    const std::vector<RecordSlice>& slices = layout_->slices();
+    size_t texts = 0;
+    for (const SliceRecords& slice : slices_) texts += slice.range_texts.size();
+    range_texts_.reserve(texts);
+    range_text_ids_.reserve(texts);
+    for (size_t i = 0; i < slices_.size(); ++i) {
+      if (slices[i].process >= processes_.size()) continue;  // not an object: not read
+      const int64_t base = processes_[slices[i].process].correlation_base;
+      const std::string_view bytes = slices_[i].range_text_bytes;
+      size_t begin = 0;
+      for (const auto& [id, end] : slices_[i].range_texts) {
+        range_text_ids_.insert_or_assign(base + id, range_texts_.size());
+        range_texts_.push_back(bytes.substr(begin, end - begin));
+        begin = end;
       }
     }
   }
@@ -698,26 +825,19 @@ class Rocprofv3JsonImporter : public TraceImporter {
     range_text_ids_ = {};
   }
 
-  // ReadSlice() reads one slice's records into `out`, sorted by start (ResolveSlices() resolves
-  // them).
-  void ReadSlice(const RecordSlice& slice, SliceRecords* out) const {
+  // ReadSlice() reads one slice's records, `text` (within '[' and ']'), into `out`, sorted by
+  // start (ResolveSlices() resolves them).
+  void ReadSlice(const RecordSlice& slice, std::string* text, SliceRecords* out) const {
     if (InterruptSignal() != 0) return;
-    thread_local std::string buffer;
     thread_local od::parser parser;
-    const size_t size = static_cast<size_t>(slice.end - slice.begin);
-    buffer.resize(size + 2);  // within '[' and ']'
-    buffer.reserve(size + 2 + simdjson::SIMDJSON_PADDING);
-    buffer.front() = '[';
-    buffer.back() = ']';
-    if (text_.empty()) {
-      out->status = source_->ReadAt(slice.begin, size, buffer.data() + 1);
-      out->error_at = slice.begin;
-      if (!out->status.ok()) return;
-    } else {
-      text_.copy(buffer.data() + 1, size, slice.begin);
-    }
+    std::string& buffer = *text;
+    Reserve(&buffer, buffer.size());
     if (!StripSeparator(slice, &buffer, out)) return;
-    out->records.reserve(slice.records);
+    if (slice.type == RecordType::kRangeText) {
+      out->range_texts.reserve(slice.records);
+    } else {
+      out->records.reserve(slice.records);
+    }
     od::document doc;
     simdjson::error_code err =
         parser
@@ -772,6 +892,10 @@ class Rocprofv3JsonImporter : public TraceImporter {
       }
       od::object record;
       if (auto err = element.get_object().get(record)) return err;
+      if (type == RecordType::kRangeText) {
+        if (auto err = ReadRangeText(record, out)) return err;
+        continue;
+      }
       if (auto err = ReadRecord(record, type, out)) return err;
       if (type == RecordType::kKernel) {
         const int64_t agent = out->records.back().agent;
@@ -825,6 +949,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
         r->key = text == range_text_ids_.end() ? -1 : static_cast<int64_t>(text->second);
         break;
       }
+      case RecordType::kRangeText:
+        break;
     }
   }
 
@@ -848,17 +974,30 @@ class Rocprofv3JsonImporter : public TraceImporter {
   ImportOptions options_;
   TraceMetadata metadata_;
   std::unique_ptr<ByteSource> source_;
-  std::string text_;  // a compressed input, decompressed, until its records are read
   std::optional<Rocprofv3Layout> layout_;
   uint64_t bytes_ = 0;  // the document's, decompressed
   uint64_t file_bytes_ = 0;
   std::string compression_;
   std::vector<Process> processes_;
-  // The ranges' texts (in the processes' marker_text_bytes), and their indexes by file-wide
+  // The ranges' texts (in their slices' range_text_bytes), and their indexes by file-wide
   // correlation id until the records are resolved: a range's `key` is then its text's index.
   std::vector<std::string_view> range_texts_;
   absl::flat_hash_map<int64_t, size_t> range_text_ids_;
   std::deque<SliceRecords> slices_;  // one per layout slice, filled by its task
+  // The input walked, from input offset window_begin_ on, at window_at_ (at least 1: a slice's
+  // '[' goes before its first byte).
+  std::string window_;
+  uint64_t window_begin_ = 0;
+  size_t window_at_ = 1;
+  // The slices found, with their text, that no thread has begun to read; and the buffers free.
+  struct WaitingSlice {
+    RecordSlice slice;
+    SliceRecords* out = nullptr;
+    std::string text;
+  };
+  std::mutex texts_mutex_;
+  std::deque<WaitingSlice> waiting_;
+  std::vector<std::string> free_texts_;
   // Where the error of the walk or the skeleton's parse lies, for FirstError(); 0 for errors
   // without a place (reading the file), which come first.
   uint64_t read_error_at_ = 0;

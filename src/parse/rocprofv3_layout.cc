@@ -83,7 +83,7 @@ absl::Status Rocprofv3Layout::Open(char bracket, uint64_t offset, const Block& b
     } else if (parent == Role::kProcesses && bracket == '{') {
       role = Role::kProcess;
       ++processes_;
-    } else if (parent == Role::kRoot || parent == Role::kProcess ||
+    } else if (parent == Role::kRoot || parent == Role::kProcess || parent == Role::kStrings ||
                parent == Role::kBufferRecords) {
       CopyUpTo(block, offset);  // the key before the bracket is then the skeleton's last
       key = KeyBeforeEnd();
@@ -91,6 +91,11 @@ absl::Status Rocprofv3Layout::Open(char bracket, uint64_t offset, const Block& b
         role = Role::kProcesses;
       } else if (parent == Role::kProcess && bracket == '{' && key == "buffer_records") {
         role = Role::kBufferRecords;
+      } else if (parent == Role::kProcess && bracket == '{' && key == "strings") {
+        role = Role::kStrings;
+      } else if (parent == Role::kStrings && bracket == '[' && key == "marker_api") {
+        role = Role::kRecords;
+        type = RecordType::kRangeText;
       } else if (parent == Role::kBufferRecords && bracket == '[') {
         role = RecordTypeOf(key, &type) ? Role::kRecords : Role::kOtherRecords;
       }

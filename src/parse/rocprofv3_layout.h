@@ -2,15 +2,17 @@
 // Internal to the parse stage (rocprofv3_json_importer.cc).
 //
 // A rocprofv3 document is {"rocprofiler-sdk-tool": [one object per process]}, and nearly all of
-// its bytes are the arrays of each process's `buffer_records` (kernel_dispatch, hip_api…). The
-// layout walks the brackets outside strings (json_brackets.h), cuts those arrays into slices of
-// whole records, for threads to parse apart, and copies the rest (metadata, agents, strings,
-// kernel symbols: the skeleton) with those arrays left empty, for one simdjson parse.
+// its bytes are the arrays of each process's `buffer_records` (kernel_dispatch, hip_api…) and
+// the roctx ranges' texts (`strings.marker_api`, one per range). The layout walks the brackets
+// outside strings (json_brackets.h), cuts those arrays into slices of whole records, for threads
+// to parse apart, and copies the rest (metadata, agents, API names, kernel symbols: the
+// skeleton) with those arrays left empty, for one simdjson parse.
 #ifndef TRACEFUSE_PARSE_ROCPROFV3_LAYOUT_H_
 #define TRACEFUSE_PARSE_ROCPROFV3_LAYOUT_H_
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,8 +23,9 @@
 
 namespace tracefuse {
 
-// RecordType is what the records of one buffer_records array are.
-enum class RecordType : uint8_t { kKernel, kMemcpy, kLaunch, kMarker };
+// RecordType is what the records of one array are: of buffer_records, or (kRangeText) the
+// {key: correlation id, value: text} entries of strings.marker_api.
+enum class RecordType : uint8_t { kKernel, kMemcpy, kLaunch, kMarker, kRangeText };
 
 // RecordSlice is a run of one array's records: input bytes [begin, end), whole records and the
 // separators between them. A slice after the first of its array begins with the ',' after the
@@ -52,6 +55,12 @@ class Rocprofv3Layout {
   // InputOffset() is the input offset of byte `at` of the skeleton.
   uint64_t InputOffset(uint64_t at) const;
   const std::vector<RecordSlice>& slices() const { return slices_; }
+  // open_slice_begin() is where the slice being cut begins, while the walk is in an array of
+  // records read: no byte before it is part of a slice still to come.
+  std::optional<uint64_t> open_slice_begin() const {
+    if (stack_.empty() || stack_.back().role != Role::kRecords) return std::nullopt;
+    return slice_.begin;
+  }
   // unread() counts the records of the arrays of other kinds (hsa_api, memory_allocation…), by
   // kind: they are not read, only counted.
   const std::map<std::string, uint64_t>& unread() const { return unread_; }
@@ -64,6 +73,7 @@ class Rocprofv3Layout {
     kRoot,
     kProcesses,      // the "rocprofiler-sdk-tool" array
     kProcess,        // one process's object
+    kStrings,        // its "strings" object
     kBufferRecords,  // its "buffer_records" object
     kRecords,        // an array of records of a kind read
     kOtherRecords,   // an array of records of another kind
