@@ -79,7 +79,7 @@ class NsysSqliteImporter : public SqliteImporter {
           Query{std::string(kRuntimeTable), "start, end, globalTid, correlationId, nameId", "",
                 StrCat("correlationId IS NOT NULL",
                        *classes ? StrCat(" AND eventClass <> ", kCudaBacktraceClass) : "")},
-          [this](const SqliteQuery& r, ImportedChunk* chunk) {
+          [this](const RowBlock::Row& r, ImportedChunk* chunk) {
             chunk->AddLaunch(
                 r.Int(0), r.Int(1), correlations_.Of(ProcessOf(r.Int(2)), r.Int(3)), r.Int(4),
                 [this](int64_t id) { return WithoutVersion(Text(id)); }, ThreadOf(r.Int(2)));
@@ -91,7 +91,7 @@ class NsysSqliteImporter : public SqliteImporter {
       tables_.Add(Query{std::string(kKernelTable),
                         StrCat("start, end, deviceId, streamId, correlationId, globalPid, ",
                                *demangled ? "demangledName" : "shortName")},
-                  [this](const SqliteQuery& r, ImportedChunk* chunk) {
+                  [this](const RowBlock::Row& r, ImportedChunk* chunk) {
                     chunk->AddKernel(
                         r.Int(0), r.Int(1), r.Int(6), [this](int64_t id) { return Text(id); },
                         Device(r.Int(2)), static_cast<int32_t>(r.Int(3)),
@@ -104,7 +104,7 @@ class NsysSqliteImporter : public SqliteImporter {
       const bool is_memset = sets;  // a structured binding cannot be captured (C++17)
       tables_.Add(
           Query{std::string(table), "start, end, deviceId, streamId, correlationId, globalPid"},
-          [this, is_memset](const SqliteQuery& r, ImportedChunk* chunk) {
+          [this, is_memset](const RowBlock::Row& r, ImportedChunk* chunk) {
             chunk->AddTransfer(is_memset, r.Int(0), r.Int(1), Device(r.Int(2)),
                                static_cast<int32_t>(r.Int(3)),
                                CorrelationOf(r, ProcessOf(r.Int(5)), 4));
@@ -112,7 +112,7 @@ class NsysSqliteImporter : public SqliteImporter {
     }
     if (db_->Has(kGraphTable)) {
       tables_.Add(Query{std::string(kGraphTable), "start, end"},
-                  [](const SqliteQuery& r, ImportedChunk* chunk) {
+                  [](const RowBlock::Row& r, ImportedChunk* chunk) {
                     chunk->AddWholeGraphReplay(r.Int(0), r.Int(1));
                   });
     }
@@ -126,8 +126,9 @@ class NsysSqliteImporter : public SqliteImporter {
                                *registered ? "s.value, " : "", "''), NVTX_EVENTS.globalTid"),
                         *registered ? "LEFT JOIN StringIds s ON s.id = NVTX_EVENTS.textId" : "",
                         StrCat("eventType IN (", kNvtxPushPopRange, ", ", kNvtxStartEndRange,
-                               ") AND NVTX_EVENTS.end IS NOT NULL")},
-                  [](const SqliteQuery& r, ImportedChunk* chunk) {
+                               ") AND NVTX_EVENTS.end IS NOT NULL"),
+                        "start", 1u << 2},
+                  [](const RowBlock::Row& r, ImportedChunk* chunk) {
                     chunk->AddRange(r.Int(0), r.Int(1), r.Text(2), ThreadOf(r.Int(3)));
                   });
     }

@@ -51,8 +51,9 @@ class RocpdSqliteImporter : public SqliteImporter {
               "start, end, pid, stack_id, name, category LIKE 'MARKER%', "
               "CASE WHEN category LIKE 'MARKER%' THEN json_extract(extdata, '$.message') END, "
               "tid",
-              "", "category LIKE 'HIP%' OR category LIKE 'MARKER%'"},
-        [this](const SqliteQuery& r, ImportedChunk* chunk) {
+              "", "category LIKE 'HIP%' OR category LIKE 'MARKER%'", "start",
+              (1u << 4) | (1u << 6)},
+        [this](const RowBlock::Row& r, ImportedChunk* chunk) {
           const HostThread thread{r.Int(2), r.Int(7)};
           if (r.Int(5) != 0) {
             chunk->AddRange(r.Int(0), r.Int(1), r.IsNull(6) ? r.Text(4) : r.Text(6), thread);
@@ -65,7 +66,7 @@ class RocpdSqliteImporter : public SqliteImporter {
     tables_.Add(Query{"kernels",
                       "start, end, agent_type_index, agent_type = 'GPU', stream_id, stack_id, pid, "
                       "kernel_id"},
-                [this](const SqliteQuery& r, ImportedChunk* chunk) {
+                [this](const RowBlock::Row& r, ImportedChunk* chunk) {
                   const int32_t device = r.Int(3) != 0 ? static_cast<int32_t>(r.Int(2)) : -1;
                   if (!metadata_.gpu_name && device >= 0) NameGpu(device);
                   chunk->AddKernel(
@@ -75,7 +76,7 @@ class RocpdSqliteImporter : public SqliteImporter {
     tables_.Add(Query{"memory_copies",
                       "start, end, dst_agent_type_index, dst_agent_type = 'GPU', "
                       "src_agent_type_index, src_agent_type = 'GPU', stream_id, stack_id, pid"},
-                [this](const SqliteQuery& r, ImportedChunk* chunk) {
+                [this](const RowBlock::Row& r, ImportedChunk* chunk) {
                   // The GPU end of the copy.
                   int32_t device = -1;
                   if (r.Int(3) != 0) {

@@ -34,8 +34,9 @@ absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(const std::
   std::error_code ec;
   const bool log = std::filesystem::file_size(path + "-wal", ec) > 0 && !ec;
   uri += log ? "?mode=ro" : "?mode=ro&immutable=1";
-  // NOMUTEX: one thread at a time uses a connection (the pipeline's source node), so SQLite's
-  // locks (a tenth of the reading's time) are not needed.
+  // NOMUTEX: one thread at a time uses a connection (the source node, or a task reading blocks
+  // of rows on a connection of its own), so SQLite's locks (a tenth of the reading's time) are not
+  // needed.
   const int rc = sqlite3_open_v2(
       uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
   std::unique_ptr<SqliteDatabase> database(new SqliteDatabase(path, db));
@@ -100,137 +101,6 @@ absl::Status SqliteQuery::Reset() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<TablesByStart::Runs> TablesByStart::StartRuns(SqliteDatabase* db,
-                                                             const TableQuery& query,
-                                                             std::pair<int64_t, int64_t>* span) {
-  if (!db->IsTable(query.table)) return Runs();  // a view has no rowid of its own
-  const std::string rowid = StrCat(query.table, ".rowid");
-  absl::StatusOr<std::unique_ptr<SqliteQuery>> starts = db->Prepare(
-      StrCat("SELECT ", rowid, ", ", query.table, ".", query.start, " FROM ", query.table,
-             query.where.empty() ? "" : StrCat(" WHERE ", query.where), " ORDER BY ", rowid));
-  if (!starts.ok()) return starts.status();
-  std::vector<std::pair<int64_t, int64_t>> runs;
-  int64_t last_start = 0;
-  while (true) {
-    absl::StatusOr<bool> row = (*starts)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    const int64_t id = (*starts)->Int(0), start = (*starts)->Int(1);
-    if (runs.empty() || start < last_start) {
-      if (runs.size() == kMaxRuns) return Runs();
-      runs.emplace_back(id, id);
-    }
-    runs.back().second = id;
-    last_start = start;
-    span->first = std::min(span->first, start);
-    span->second = std::max(span->second, start);
-  }
-  return Runs(std::move(runs));
-}
-
-absl::Status TablesByStart::Start(SqliteDatabase* db, TaskGroup* tasks) {
-  const std::vector<Pending> pending = std::exchange(pending_, {});
-  std::vector<absl::StatusOr<Runs>> runs(pending.size(), Runs());
-  std::vector<std::pair<int64_t, int64_t>> spans(pending.size(), {INT64_MAX, INT64_MIN});
-  try {
-    for (size_t i = 0; i < pending.size(); ++i) {
-      // A view has no runs to find (StartRuns()); a table's pass runs on a connection of its
-      // own, since one is used by one thread at a time (SQLITE_OPEN_NOMUTEX).
-      if (tasks == nullptr || !db->IsTable(pending[i].query.table)) {
-        runs[i] = StartRuns(db, pending[i].query, &spans[i]);
-        continue;
-      }
-      tasks->Run([db, &pending, &runs, &spans, i] {
-        absl::StatusOr<std::unique_ptr<SqliteDatabase>> own = SqliteDatabase::Open(db->path());
-        runs[i] = own.ok() ? StartRuns(own->get(), pending[i].query, &spans[i]) : own.status();
-      });
-    }
-  } catch (...) {  // the tasks write into `runs`: they end before it does
-    tasks->Wait();
-    throw;
-  }
-  if (tasks != nullptr) tasks->Wait();
-  for (size_t i = 0; i < pending.size(); ++i) {
-    if (!runs[i].ok()) return runs[i].status();
-    if (absl::Status st = Prepare(db, pending[i], *runs[i]); !st.ok()) return st;
-    if (*runs[i]) {  // a table sorted by SQLite spans what it spans: unknown
-      first_start_ = std::min(first_start_, spans[i].first);
-      last_start_ = std::max(last_start_, spans[i].second);
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status TablesByStart::Prepare(SqliteDatabase* db, const Pending& table, const Runs& runs) {
-  const TableQuery& query = table.query;
-  const AddRow& add = table.add;
-  const std::string select =
-      StrCat("SELECT ", query.columns, " FROM ", query.table, " ", query.joins, " WHERE ");
-  const std::string where = query.where.empty() ? "1" : StrCat("(", query.where, ")");
-  if (!runs) {
-    absl::StatusOr<std::unique_ptr<SqliteQuery>> sorted =
-        db->Prepare(StrCat(select, where, " ORDER BY ", query.table, ".", query.start));
-    if (!sorted.ok()) return sorted.status();
-    tables_.push_back(Table{std::move(*sorted), add});
-    return absl::OkStatus();
-  }
-  const std::string rowid = StrCat(query.table, ".rowid");
-  for (const auto& [first, last] : *runs) {
-    absl::StatusOr<std::unique_ptr<SqliteQuery>> run =
-        db->Prepare(StrCat(select, rowid, " BETWEEN ?1 AND ?2 AND ", where, " ORDER BY ", rowid));
-    if (!run.ok()) return run.status();
-    (*run)->Bind(1, first);
-    (*run)->Bind(2, last);
-    tables_.push_back(Table{std::move(*run), add});
-  }
-  return absl::OkStatus();
-}
-
-absl::Status TablesByStart::Advance(Table* table) {
-  absl::StatusOr<bool> row = table->query->Step();
-  if (!row.ok()) return row.status();
-  table->started = true;
-  table->has_row = *row;
-  if (*row) table->start = table->query->Int(0);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<bool> TablesByStart::Fill(ImportedChunk* chunk, size_t records) {
-  for (Table& t : tables_) {
-    if (t.started) continue;
-    if (absl::Status st = Advance(&t); !st.ok()) return st;
-  }
-  bool added = false;
-  while (chunk->records() < records) {
-    Table* next = nullptr;
-    for (Table& t : tables_) {
-      if (t.has_row && (next == nullptr || t.start < next->start)) next = &t;
-    }
-    if (next == nullptr) break;
-    // `next` goes on while it stays first: before the tables added before it at its start, and
-    // at or before the others'.
-    int64_t before_bound = INT64_MAX, after_bound = INT64_MAX;
-    for (Table& t : tables_) {
-      if (!t.has_row || &t == next) continue;
-      int64_t& bound = &t < next ? before_bound : after_bound;
-      bound = std::min(bound, t.start);
-    }
-    do {
-      next->add(*next->query, chunk);
-      added_start_ = next->start;
-      added = true;
-      if (absl::Status st = Advance(next); !st.ok()) return st;
-    } while (next->has_row && next->start < before_bound && next->start <= after_bound &&
-             chunk->records() < records);
-  }
-  return added;
-}
-
-double TablesByStart::Done() const {
-  if (first_start_ >= last_start_ || added_start_ < first_start_) return 0;
-  return std::min(1.0, double(added_start_ - first_start_) / double(last_start_ - first_start_));
-}
-
 SqliteImporter::SqliteImporter(std::unique_ptr<SqliteDatabase> db, const ImportOptions& options,
                                TraceFormat format)
     : db_(std::move(db)),
@@ -246,8 +116,10 @@ absl::StatusOr<bool> SqliteImporter::Next(ParsedChunk* chunk) {
   }
   if (!started_) {    // here rather than in Open(): the pipeline's threads are at hand
     started_ = true;  // once, even when it fails
-    std::unique_ptr<TaskGroup> tasks = new_task_group_ ? new_task_group_() : nullptr;
-    if (absl::Status st = tables_.Start(db_.get(), tasks.get()); !st.ok()) return st;
+    if (absl::Status st = tables_.Start(db_.get(), new_task_group_ ? new_task_group_() : nullptr);
+        !st.ok()) {
+      return st;
+    }
   }
   builder_.Start(chunk, seq_++);
   absl::StatusOr<bool> more = tables_.Fill(&builder_, chunk_records_);

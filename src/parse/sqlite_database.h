@@ -5,9 +5,11 @@
 
 #include <sqlite3.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,6 +70,9 @@ class SqliteQuery {
   absl::StatusOr<bool> Step();
   absl::Status Reset();
   void Bind(int index, int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
+  int columns() const { return sqlite3_column_count(stmt_); }
+  // Value() is the column's value, valid until the next Step().
+  sqlite3_value* Value(int column) const { return sqlite3_column_value(stmt_, column); }
   bool IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
   int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
   // Text() is the column as text, valid until the next Step(); "" for NULL.
@@ -83,30 +88,89 @@ class SqliteQuery {
   sqlite3_stmt* stmt_;
 };
 
+// RowBlock is rows of a query as read, kept so that they can be added to a chunk after the
+// query has moved on, and on another thread than the one that read them: each cell's integer,
+// or for the columns read as text, its text.
+class RowBlock {
+ private:
+  struct Cell {
+    int64_t value = 0;  // a text's offset in text_
+    uint32_t text_size = 0;
+    bool null = false;
+  };
+
+ public:
+  // Row is one row of the block, read as SqliteQuery reads its current row (Text() of a column
+  // read as text, Int() of any other).
+  class Row {
+   public:
+    bool IsNull(int column) const { return cell(column).null; }
+    int64_t Int(int column) const { return cell(column).value; }
+    std::string_view Text(int column) const {
+      const Cell& c = cell(column);
+      return std::string_view(block_->text_).substr(static_cast<size_t>(c.value), c.text_size);
+    }
+
+   private:
+    friend class RowBlock;
+    Row(const RowBlock* block, size_t row) : block_(block), row_(row) {}
+    const Cell& cell(int column) const {
+      return block_->cells_[row_ * block_->columns_ + static_cast<size_t>(column)];
+    }
+    const RowBlock* block_;
+    size_t row_;
+  };
+
+  // Clear() empties the block, for rows of `columns` columns; bit i of `text_columns` set:
+  // column i is read as text.
+  void Clear(int columns, uint64_t text_columns);
+  // Append() keeps `query`'s current row.
+  void Append(const SqliteQuery& query);
+  size_t size() const { return columns_ == 0 ? 0 : cells_.size() / columns_; }
+  Row row(size_t i) const { return Row(this, i); }
+
+ private:
+  size_t columns_ = 0;
+  uint64_t text_columns_ = 0;
+  std::vector<Cell> cells_;
+  std::string text_;
+};
+
 // TablesByStart hands out the rows of several tables, each in start order, merged into one start
 // order, chunk by chunk: what a SQLite importer's Next() does. A table's rows are added to the
 // chunk by its `add`; ties go to the table added first.
 //
 // Performance note: profilers write their tables in start order, or in a few runs of it (one per
-// thread or process, concatenated). Such a table is read as it lies, each run by a rowid-range
-// query of its own (no sort), the runs merged with the other tables: a cheap pass over the start
-// column finds them. A table in any other order (or a view, which has no rowid) is sorted by
-// SQLite (ORDER BY start, in bounded memory, spilling to temporary files), which costs about
-// twice the reading itself.
+// thread or process, concatenated). Such a table is read as it lies, each run by rowid-range
+// queries (no sort), the runs merged with the other tables: a cheap pass over the start column
+// finds them. A table in any other order (or a view, which has no rowid) is sorted by SQLite
+// (ORDER BY start, in bounded memory, spilling to temporary files), which costs about twice the
+// reading itself. Stepping SQLite's rows is most of the reading's time, so the rows are read in
+// blocks by tasks on the pipeline's threads, each on a connection of its own (one is used by one
+// thread at a time), a few blocks ahead of the merge: a run's blocks are rowid ranges, read side
+// by side; a sorted query's, one after the other. The merge (the source node) only adds rows.
 class TablesByStart {
  public:
-  using AddRow = std::function<void(const SqliteQuery& row, ImportedChunk* chunk)>;
+  using AddRow = std::function<void(const RowBlock::Row& row, ImportedChunk* chunk)>;
   // TableQuery is what to read of a table or view: SELECT `columns` (the first the start time)
-  // FROM `table` `joins` WHERE `where` ("" for every row); `start` names the start column.
+  // FROM `table` `joins` WHERE `where` ("" for every row); `start` names the start column; bit i
+  // of `text_columns` set: column i is read as text (RowBlock).
   struct TableQuery {
     std::string table;
     std::string columns;
     std::string joins = {};
     std::string where = {};
     std::string start = "start";
+    uint64_t text_columns = 0;
   };
   // kMaxRuns is how many runs of start order a table may hold to be read as it lies.
   static constexpr size_t kMaxRuns = 32;
+
+  TablesByStart();
+  TablesByStart(const TablesByStart&) = delete;
+  TablesByStart& operator=(const TablesByStart&) = delete;
+  // Waits for the blocks still being read.
+  ~TablesByStart();
 
   // Add() reads `query`'s rows in start order, each added to a chunk by `add`, once Start() has
   // found how.
@@ -115,8 +179,8 @@ class TablesByStart {
   }
   // Start() finds each table's runs of start order (a pass over its start column, on a
   // connection of its own, a task each on `tasks` when given) and prepares the queries that read
-  // them.
-  absl::Status Start(SqliteDatabase* db, TaskGroup* tasks);
+  // them; the blocks are then read by tasks on `tasks` (inline without it).
+  absl::Status Start(SqliteDatabase* db, std::unique_ptr<TaskGroup> tasks);
   // Fill() adds rows to `chunk` until it holds `records` or every query is done; false when
   // there was no row left to add.
   absl::StatusOr<bool> Fill(ImportedChunk* chunk, size_t records);
@@ -125,27 +189,42 @@ class TablesByStart {
   double Done() const;
 
  private:
-  struct Table {
-    std::unique_ptr<SqliteQuery> query;
-    AddRow add;
-    bool started = false, has_row = false;
-    int64_t start = 0;
-  };
-  using Runs = std::optional<std::vector<std::pair<int64_t, int64_t>>>;
+  struct Block;
+  struct Table;
+  struct Connection;
+  // A run of start order, as its blocks' first and last rowids; a table's runs, or none.
+  using Run = std::vector<std::pair<int64_t, int64_t>>;
+  using Runs = std::optional<std::vector<Run>>;
   struct Pending {
     TableQuery query;
     AddRow add;
   };
-  // StartRuns() is the rowid ranges of `query`'s runs of start order, or nullopt where there are
+  // StartRuns() is `query`'s runs of start order, cut into blocks, or nullopt where there are
   // more than kMaxRuns or it reads a view; `span` widens to its rows' first and last starts.
   static absl::StatusOr<Runs> StartRuns(SqliteDatabase* db, const TableQuery& query,
                                         std::pair<int64_t, int64_t>* span);
   absl::Status Prepare(SqliteDatabase* db, const Pending& table, const Runs& runs);
+  // Advance() moves `table` to its next row, reading its next block where its block is done.
+  absl::Status Advance(Table* table);
+  // ScheduleBlocks() keeps `table`'s next blocks being read ahead of the merge.
+  void ScheduleBlocks(Table* table);
+  // AwaitBlock() is `table`'s next block, read: by a task, or here where none has begun it.
+  absl::Status AwaitBlock(Table* table, std::shared_ptr<Block>* block);
+  // ReadBlock() reads `block` of `table`.
+  void ReadBlock(Table* table, Block* block);
+  std::unique_ptr<Connection> TakeConnection(absl::Status* status);
+  void GiveBackConnection(std::unique_ptr<Connection> connection);
+
   std::vector<Pending> pending_;
+  std::string path_;
   // The first and last starts of the tables whose runs were found, and the last start added.
   int64_t first_start_ = INT64_MAX, last_start_ = INT64_MIN, added_start_ = INT64_MIN;
-  static absl::Status Advance(Table* table);
-  std::vector<Table> tables_;
+  std::vector<std::unique_ptr<Table>> tables_;
+  std::mutex mutex_;  // guards connections_ and the blocks' `done`
+  std::condition_variable block_done_;
+  std::vector<std::unique_ptr<Connection>> connections_;  // free
+  // Last, so that it goes first: its tasks read into the members above (~TablesByStart waits).
+  std::unique_ptr<TaskGroup> tasks_;
 };
 
 // SqliteImporter is what the SQLite importers share: their database, their tables merged by
@@ -168,7 +247,7 @@ class SqliteImporter : public TraceImporter {
   std::optional<std::string> LookUp(SqliteQuery* query, int64_t key);
 
   // CorrelationOf() is column `id` of `row` (nullopt where it is NULL), a call of process `pid`.
-  std::optional<int64_t> CorrelationOf(const SqliteQuery& row, int64_t pid, int id) {
+  std::optional<int64_t> CorrelationOf(const RowBlock::Row& row, int64_t pid, int id) {
     if (row.IsNull(id)) return std::nullopt;
     return correlations_.Of(pid, row.Int(id));
   }

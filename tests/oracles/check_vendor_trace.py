@@ -2,8 +2,9 @@
 """check_vendor_trace.py: `tracefuse stats --format json` of a vendor's profiler file against
 the oracle (vendor_trace.py), every value exact.
 
-Usage: check_vendor_trace.py TRACEFUSE FILE [--kernels N]
-Exits 0 when they agree, 1 listing each difference, 77 (skip) when FILE is missing.
+Usage: check_vendor_trace.py TRACEFUSE FILE [--kernels N] [--threads N,N...]
+Exits 0 when they agree, 1 listing each difference, 77 (skip) when FILE is missing. With
+--threads, stats runs at each of those thread counts, and each run must agree.
 """
 import json
 import os
@@ -65,13 +66,21 @@ def main():
         print(f"SKIP: {path} is missing (../shared is not here)")
         return 77
     expected = vendor_trace.figures(path)
-    run = subprocess.run([tracefuse, "stats", path, "--format", "json"], capture_output=True,
-                         text=True)
-    if run.returncode != 0:
-        print(f"tracefuse stats exited {run.returncode}: {run.stderr.strip()}")
-        return 1
-    actual = tracefuse_figures(json.loads(run.stdout))
-    found = list(differences(expected, actual))
+    threads = [None]
+    if "--threads" in sys.argv:
+        threads = sys.argv[sys.argv.index("--threads") + 1].split(",")
+    found = []
+    for count in threads:
+        command = [tracefuse, "stats", path, "--format", "json"]
+        if count is not None:
+            command += ["--threads", count]
+        run = subprocess.run(command, capture_output=True, text=True)
+        if run.returncode != 0:
+            print(f"tracefuse stats exited {run.returncode}: {run.stderr.strip()}")
+            return 1
+        actual = tracefuse_figures(json.loads(run.stdout))
+        at = "" if count is None else f" (--threads {count})"
+        found += [line + at for line in differences(expected, actual)]
     for line in found:
         print(line)
     if "--kernels" in sys.argv:

@@ -18,6 +18,9 @@ and synchronous copies inside their call):
   rocpd_multi.db           a rocpd database, schema 3 (ROCm 7), with its suffixed tables and
                            views, two GPUs
   rocprofv3_multi.json.gz  rocprofv3 JSON: two processes, HIP calls, copies, roctx ranges
+  nsys_2025_blocks.sqlite  as nsys_2025_multi, three processes of about 5,000 kernels each: a
+  rocpd_blocks.db          table's runs and a view's sorted rows are read in several blocks
+                           (TablesByStart reads 4,096 rows a block)
 """
 import gzip
 import json
@@ -517,6 +520,9 @@ def main(outdir):
     write_nsys(os.path.join(outdir, "nsys_2025_graph.sqlite"), single, modern=True, graph=True)
     write_rocpd(os.path.join(outdir, "rocpd_multi.db"), processes)
     write_rocprofv3(os.path.join(outdir, "rocprofv3_multi.json.gz"), processes)
+    large = simulate(seed=4096, processes=3, steps=4, launches_per_step=1500)
+    write_nsys(os.path.join(outdir, "nsys_2025_blocks.sqlite"), large, modern=True)
+    write_rocpd(os.path.join(outdir, "rocpd_blocks.db"), large)
 
 
 if __name__ == "__main__":
