@@ -204,7 +204,7 @@ simdjson::error_code ReadAgents(od::value& value, Process* p) {
 }
 
 // ReadStrings() reads the API names (strings.buffer_records); the ranges' texts beside them are
-// read in slices (ReadRangeText()).
+// read in slices (ReadRangeText()), their array left empty here.
 simdjson::error_code ReadStrings(od::value& value, Process* p) {
   od::object strings;
   if (auto err = value.get_object().get(strings)) return err;
@@ -233,6 +233,8 @@ simdjson::error_code ReadStrings(od::value& value, Process* p) {
           }
         }
       }
+    } else if (key == "marker_api") {  // an array, read in slices; anything else is an error
+      if (auto err = field.value().get_array().get(array)) return err;
     }
   }
   return simdjson::SUCCESS;
@@ -522,7 +524,6 @@ class Rocprofv3JsonImporter : public TraceImporter {
       if (InterruptSignal() != 0) return InterruptedError(StrCat("while reading ", path_));
       at += *size;
       DropBefore(layout_->open_slice_begin().value_or(at));
-      while (WaitingSlices() > kMaxWaitingSlices) ReadWaitingSlice();
     }
     bytes_ = WindowEnd();
     read_error_at_ = bytes_;  // where Finish() finds its errors, and after any other
@@ -619,7 +620,8 @@ class Rocprofv3JsonImporter : public TraceImporter {
     return text;
   }
 
-  // StartNewSlices() starts a task for each slice the layout found since the last call.
+  // StartNewSlices() starts a task for each slice the layout found since the last call, and
+  // reads slices itself while more than kMaxWaitingSlices wait.
   void StartNewSlices() {
     for (size_t i = slices_.size(); i < layout_->slices().size(); ++i) {
       const RecordSlice slice = layout_->slices()[i];
@@ -630,6 +632,7 @@ class Rocprofv3JsonImporter : public TraceImporter {
         waiting_.push_back(WaitingSlice{slice, out, std::move(text)});
       }
       RunTask([this] { ReadWaitingSlice(); });
+      while (WaitingSlices() > kMaxWaitingSlices) ReadWaitingSlice();
     }
   }
 

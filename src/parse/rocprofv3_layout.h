@@ -50,7 +50,8 @@ class Rocprofv3Layout {
   // Finish() ends the input, of `input_bytes`: an error where it ends inside the document.
   absl::Status Finish(uint64_t input_bytes);
 
-  // skeleton() is the document less the contents of its buffer_records arrays.
+  // skeleton() is the document less the contents of its buffer_records arrays and of
+  // strings.marker_api.
   const std::string& skeleton() const { return skeleton_; }
   // InputOffset() is the input offset of byte `at` of the skeleton.
   uint64_t InputOffset(uint64_t at) const;

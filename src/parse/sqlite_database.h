@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -148,7 +149,9 @@ class RowBlock {
 // reading itself. Stepping SQLite's rows is most of the reading's time, so the rows are read in
 // blocks by tasks on the pipeline's threads, each on a connection of its own (one is used by one
 // thread at a time), a few blocks ahead of the merge: a run's blocks are rowid ranges, read side
-// by side; a sorted query's, one after the other. The merge (the source node) only adds rows.
+// by side; a sorted query's, one after the other. The merge (the source node) adds the rows to
+// chunks, and reads a block itself where no task has begun it. What is read ahead is bounded: 4
+// blocks of 4,096 rows per run (a table has at most kMaxRuns) or per sorted query.
 class TablesByStart {
  public:
   using AddRow = std::function<void(const RowBlock::Row& row, ImportedChunk* chunk)>;
@@ -223,6 +226,7 @@ class TablesByStart {
   std::mutex mutex_;  // guards connections_ and the blocks' `done`
   std::condition_variable block_done_;
   std::vector<std::unique_ptr<Connection>> connections_;  // free
+  std::atomic<bool> cancelled_{false};  // set by ~TablesByStart: the blocks not begun are not read
   // Last, so that it goes first: its tasks read into the members above (~TablesByStart waits).
   std::unique_ptr<TaskGroup> tasks_;
 };

@@ -29,7 +29,8 @@ void RowBlock::Clear(int columns, uint64_t text_columns) {
 void RowBlock::Append(const SqliteQuery& query) {
   for (size_t c = 0; c < columns_; ++c) {
     // One call into the statement a cell (its value), the rest on the value: a third of the
-    // time of IsNull() and Int().
+    // time of IsNull() and Int(). The value is "unprotected": read on the connection's one
+    // thread (SQLITE_OPEN_NOMUTEX), before the next step.
     sqlite3_value* value = query.Value(static_cast<int>(c));
     Cell& cell = cells_.emplace_back();
     cell.null = sqlite3_value_type(value) == SQLITE_NULL;
@@ -97,6 +98,7 @@ struct TablesByStart::Connection {
 TablesByStart::TablesByStart() = default;
 
 TablesByStart::~TablesByStart() {
+  cancelled_ = true;
   if (tasks_) tasks_->Wait();
 }
 
@@ -155,7 +157,7 @@ absl::Status TablesByStart::Start(SqliteDatabase* db, std::unique_ptr<TaskGroup>
       });
     }
   } catch (...) {  // the tasks write into `runs`: they end before it does
-    tasks_->Wait();
+    if (tasks_ != nullptr) tasks_->Wait();
     throw;
   }
   if (tasks_ != nullptr) tasks_->Wait();
@@ -220,8 +222,12 @@ void TablesByStart::ScheduleBlocks(Table* table) {
     table->ahead.push_back(block);
     if (tasks_ == nullptr) continue;  // read by the merge, when it comes to it
     tasks_->Run([this, table, block] {
-      if (block->taken.exchange(true)) return;  // the merge came to it first
-      ReadBlock(table, block.get());
+      if (cancelled_ || block->taken.exchange(true)) return;  // the merge came to it first
+      try {
+        ReadBlock(table, block.get());
+      } catch (const std::bad_alloc&) {  // said by the merge, which waits for `done`
+        block->status = absl::ResourceExhaustedError(StrCat(path_, ": out of memory"));
+      }
       {
         std::lock_guard<std::mutex> lock(mutex_);
         block->done = true;
@@ -242,10 +248,14 @@ absl::Status TablesByStart::AwaitBlock(Table* table, std::shared_ptr<Block>* blo
     std::unique_lock<std::mutex> lock(mutex_);
     block_done_.wait(lock, [&next] { return next->done; });
   }
+  if (!next->status.ok()) {  // a failed query is not read on
+    table->all_scheduled = true;
+    return next->status;
+  }
   if (!table->by_rowid) table->all_scheduled = next->last_of_query;
   ScheduleBlocks(table);
   *block = std::move(next);
-  return (*block)->status;
+  return absl::OkStatus();
 }
 
 void TablesByStart::ReadBlock(Table* table, Block* block) {
@@ -315,7 +325,10 @@ absl::Status TablesByStart::Advance(Table* table) {
     return absl::OkStatus();
   }
   while (true) {  // the next block that holds a row (a run's rowids may hold none)
-    if (absl::Status st = AwaitBlock(table, &table->block); !st.ok()) return st;
+    if (absl::Status st = AwaitBlock(table, &table->block); !st.ok()) {
+      table->has_row = false;
+      return st;
+    }
     table->at = 0;
     table->has_row = table->block != nullptr && table->block->rows.size() > 0;
     if (table->has_row) table->start = table->block->rows.row(0).Int(0);
