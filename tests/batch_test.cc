@@ -301,7 +301,7 @@ TEST_F(BatchCli, RowOptionsOverrideTheCommandLine) {
   const std::pair<const char*, std::string> errors[] = {
       {"bad",
        ":4: unsupported option '--threads' in the options column (supported: --ruleset, "
-       "--min-group-size, --label1, --label2)"},
+       "--min-group-size, --label1, --label2, --by-op)"},
       {"zero", ":5: --min-group-size: '0' is not a positive integer"},
       {"novalue", ":6: --label1 needs a value"}};
   for (const auto& [label, error] : errors) {
@@ -471,7 +471,13 @@ TEST(BatchLibrary, RowOptions) {
   row.options = {"-o", "x"};
   EXPECT_EQ(ApplyRowOptions(m, row, &o).message(),
             "dir/m.tsv:3: unsupported option '-o' in the options column (supported: --ruleset, "
-            "--min-group-size, --label1, --label2)");
+            "--min-group-size, --label1, --label2, --by-op)");
+  EXPECT_FALSE(o.by_op);
+  row.options = {"--by-op"};
+  ASSERT_TRUE(ApplyRowOptions(m, row, &o).ok());
+  EXPECT_TRUE(o.by_op);
+  row.options = {"--by-op=yes"};
+  EXPECT_EQ(ApplyRowOptions(m, row, &o).message(), "dir/m.tsv:3: --by-op takes no value");
 }
 
 TEST(BatchLibrary, SelectTasks) {

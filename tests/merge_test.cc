@@ -429,9 +429,13 @@ TEST(Merge, JsonHasEveryDocumentedKey) {
     return k;
   };
   using Keys = std::vector<std::string>;
-  EXPECT_EQ(keys(j), (Keys{"tracefuse_version", "dir", "manifest", "sides", "counts", "pairs",
-                           "categories", "recurring_opportunities", "problems",
-                           "straggler_threshold", "ranks", "stragglers"}));
+  EXPECT_EQ(keys(j),
+            (Keys{"tracefuse_version", "dir", "manifest", "sides", "counts", "pairs", "categories",
+                  "recurring_opportunities", "problems", "straggler_threshold", "ranks",
+                  "stragglers", "pairs_with_ops", "fusion_differences", "ops"}));
+  EXPECT_EQ(j["pairs_with_ops"], 0);  // no pair was compared --by-op (merge_by_op_test.sh)
+  EXPECT_EQ(j["fusion_differences"], json::array());
+  EXPECT_EQ(j["ops"], json::array());
   EXPECT_TRUE(j["tracefuse_version"].is_string());
   EXPECT_EQ(j["dir"], b.out());
   EXPECT_EQ(j["manifest"],
@@ -439,14 +443,23 @@ TEST(Merge, JsonHasEveryDocumentedKey) {
   EXPECT_EQ(j["sides"], json({"AMD", "NVIDIA"}));
   EXPECT_EQ(keys(j["counts"]),
             (Keys{"pairs", "complete", "failed", "interrupted", "running", "missing"}));
-  const Keys pair_keys = {"label",          "state",
-                          "exit_code",      "error",
-                          "task",           "status_file",
-                          "report_file",    "elapsed_seconds",
-                          "peak_rss_bytes", "host",
-                          "started_at",     "rule_set",
-                          "matched_groups", "kernel_time_ratio",
-                          "traces",         "top_opportunities"};
+  const Keys pair_keys = {"label",
+                          "state",
+                          "exit_code",
+                          "error",
+                          "task",
+                          "status_file",
+                          "report_file",
+                          "elapsed_seconds",
+                          "peak_rss_bytes",
+                          "host",
+                          "started_at",
+                          "rule_set",
+                          "matched_groups",
+                          "kernel_time_ratio",
+                          "traces",
+                          "top_opportunities",
+                          "ops"};
   const Keys trace_keys = {"path", "label", "platform", "gpu", "kernels", "kernel_time_us"};
   for (const json& p : j["pairs"]) {
     SCOPED_TRACE(p["label"].get<std::string>());
@@ -465,6 +478,7 @@ TEST(Merge, JsonHasEveryDocumentedKey) {
     EXPECT_EQ(p["rule_set"].is_string(), complete);
     EXPECT_EQ(p["matched_groups"].is_number_integer(), complete);
     EXPECT_EQ(p["kernel_time_ratio"].is_number(), complete);
+    EXPECT_TRUE(p["ops"].is_null());
     ASSERT_EQ(p["traces"].size(), 2u);
     for (const json& t : p["traces"]) {
       EXPECT_EQ(keys(t), trace_keys);

@@ -63,6 +63,20 @@ CompareContext ComparisonContext(const Comparison& comparison, const CompareOpti
   return context;
 }
 
+absl::Status WriteOpComparison(const Comparison& comparison, const CompareOptions& options,
+                               const std::string& path, int* exit_code) {
+  OpsContext context;
+  const PerSide<TraceProfile>& traces = comparison.traces;
+  context.traces = {{&traces[Side::kTrace1], &traces[Side::kTrace2]}};
+  context.labels = ComparisonLabels(traces[Side::kTrace1], traces[Side::kTrace2], options.label1,
+                                    options.label2);
+  context.read_seconds = comparison.read_seconds;
+  context.analyze_seconds = comparison.analyze_seconds;
+  absl::Status written = WriteOpsReport(*comparison.ops, context, "json", path);
+  *exit_code = ExitCodeFor(written, kExitIo);
+  return written;
+}
+
 absl::Status WriteComparison(const Comparison& comparison, const CompareOptions& options,
                              const std::string& format, const std::string& path, int* exit_code) {
   absl::Status written =

@@ -63,6 +63,9 @@ std::string ReportName(const std::string& label, const std::string& format) {
 
 std::string StatusName(const std::string& label) { return StrCat(label, ".status.json"); }
 
+// OpsReportName() is where a pair compared --by-op keeps its op comparison.
+std::string OpsReportName(const std::string& label) { return StrCat(label, kOpsReportSuffix); }
+
 // json first, then the other formats in the order given, each once.
 std::vector<std::string> ReportFormats(const std::vector<std::string>& requested) {
   std::vector<std::string> formats = {"json"};
@@ -123,20 +126,24 @@ absl::Status WriteStatus(const std::string& dir, const PairStatus& s) {
                      OutputFile::OnInterrupt::kFinish, OutputFile::Durability::kMachine);
 }
 
-// IsComplete() says whether the pair's status says complete and each of its reports exists.
+// IsComplete() says whether the pair's status says complete and each of its reports exists
+// (its op comparison too, `by_op`).
 bool IsComplete(const std::string& dir, const std::string& label,
-                const std::vector<std::string>& formats) {
+                const std::vector<std::string>& formats, bool by_op) {
   absl::StatusOr<RecordedStatus> status = ReadPairStatus(PathIn(dir, StatusName(label)));
   if (!status.ok() || status->state != PairState::kComplete) return false;
+  if (by_op && !std::filesystem::exists(PathIn(dir, OpsReportName(label)))) return false;
   return std::all_of(formats.begin(), formats.end(), [&](const std::string& f) {
     return std::filesystem::exists(PathIn(dir, ReportName(label, f)));
   });
 }
 
 void RemoveReports(const std::string& dir, const std::string& label) {
-  for (const std::string& format : FusionFormats()) {
+  std::vector<std::string> names = {OpsReportName(label)};
+  for (const std::string& format : FusionFormats()) names.push_back(ReportName(label, format));
+  for (const std::string& name : names) {
     std::error_code ignored;
-    std::filesystem::remove(PathIn(dir, ReportName(label, format)), ignored);
+    std::filesystem::remove(PathIn(dir, name), ignored);
   }
 }
 
@@ -176,6 +183,14 @@ absl::Status ComparePair(const Manifest& manifest, const ManifestRow& row,
     if (!st.ok()) return st;
     status->reports.push_back(name);
   }
+  if (compare.by_op) {
+    const std::string name = OpsReportName(row.label);
+    const std::string path = PathIn(options.out_dir, name);
+    st = WriteOpComparison(*comparison, compare, path, exit_code);
+    if (st.ok()) st = SyncToDisk(path);
+    if (!st.ok()) return st;
+    status->reports.push_back(name);
+  }
   return absl::OkStatus();
 }
 
@@ -206,7 +221,9 @@ void LogPair(std::FILE* log, const PairStatus& s) {
 int RunPair(const Manifest& manifest, size_t task, const BatchOptions& options,
             const std::vector<std::string>& formats, ClassifierCache* classifiers) {
   const ManifestRow& row = manifest.rows[task];
-  if (!options.force && IsComplete(options.out_dir, row.label, formats)) {
+  CompareOptions compare = options.compare;
+  const bool by_op = ApplyRowOptions(manifest, row, &compare).ok() && compare.by_op;
+  if (!options.force && IsComplete(options.out_dir, row.label, formats, by_op)) {
     std::fprintf(options.log, "tracefuse: batch: %s: complete, skipped (--force re-runs it)\n",
                  row.label.c_str());
     return kExitOk;
@@ -301,6 +318,11 @@ absl::Status ApplyRowOptions(const Manifest& manifest, const ManifestRow& row,
       value = name.substr(eq + 1);
       name.resize(eq);
     }
+    if (name == "--by-op") {
+      if (value) return error("--by-op takes no value");
+      options->by_op = true;
+      continue;
+    }
     std::string* text = name == "--ruleset"  ? &options->ruleset
                         : name == "--label1" ? &options->label1
                         : name == "--label2" ? &options->label2
@@ -308,7 +330,7 @@ absl::Status ApplyRowOptions(const Manifest& manifest, const ManifestRow& row,
     if (text == nullptr && name != "--min-group-size") {
       return error(StrCat("unsupported option '", name,
                           "' in the options column (supported: --ruleset, --min-group-size, "
-                          "--label1, --label2)"));
+                          "--label1, --label2, --by-op)"));
     }
     if (!value && i + 1 == row.options.size()) return error(StrCat(name, " needs a value"));
     if (!value) value = row.options[++i];

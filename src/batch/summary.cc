@@ -2,9 +2,11 @@
 #include "tracefuse/batch/summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <system_error>
+#include <tuple>
 
 #include "tracefuse/base/strings.h"
 #include "tracefuse/batch/manifest.h"
@@ -75,7 +77,21 @@ absl::StatusOr<MergedPair> ReadPair(const fs::path& status_file, const SummaryOp
   pair.report_file = (status_file.parent_path() / (pair.label + ".json")).string();
   absl::Status report = ReadPairReport(pair.report_file, &pair);
   if (absl::IsCancelled(report)) return report;
-  if (!report.ok()) bad_file(report);
+  if (!report.ok()) {
+    bad_file(report);
+    return pair;
+  }
+  // A pair compared --by-op: its op comparison.
+  const fs::path ops_file = status_file.parent_path() / StrCat(pair.label, kOpsReportSuffix);
+  std::error_code ec;
+  if (!fs::exists(ops_file, ec)) return pair;
+  absl::StatusOr<MergedOps> ops = ReadPairOps(ops_file.string());
+  if (absl::IsCancelled(ops.status())) return ops.status();
+  if (!ops.ok()) {
+    bad_file(ops.status());
+    return pair;
+  }
+  pair.ops = std::move(*ops);
   return pair;
 }
 
@@ -241,6 +257,75 @@ RankAnalysis Ranks(Side side, const std::vector<MergedPair*>& complete, double t
   return AnalyzeRanks(ranks, threshold);
 }
 
+// OnSummarySide() is `pair`'s value of `values` on the summary's side `side`.
+template <typename T>
+const T& OnSummarySide(const MergedPair& pair, const PerSide<T>& values, Side side) {
+  return values[pair.sides_swapped ? Opposite(side) : side];
+}
+
+// OpFusionDifferences() is every fusion difference of the pairs compared --by-op, once, summed
+// over the pairs where it appears.
+std::vector<OpFusionDifference> OpFusionDifferences(const std::vector<MergedPair*>& complete) {
+  // The extra kernels by family: their counts, over the instances, are summed.
+  using Key = std::tuple<std::string, std::string, std::string, std::string, std::optional<Side>,
+                         std::string, std::vector<std::string>>;
+  std::map<Key, size_t> index;
+  std::vector<OpFusionDifference> merged;
+  for (const MergedPair* p : complete) {
+    if (!p->ops) continue;
+    for (const OpFusionDifference& d : p->ops->fusion_differences) {
+      std::optional<Side> fused_by = d.fused_by;
+      if (fused_by && p->sides_swapped) fused_by = Opposite(*fused_by);
+      std::vector<std::string> families;
+      for (const auto& kernel : d.extra_kernels) families.push_back(kernel.first);
+      const Key key{d.kind, d.scope, d.op, d.relation, fused_by, d.fused_kernel, families};
+      auto [at, inserted] = index.try_emplace(key, merged.size());
+      if (inserted) {
+        OpFusionDifference& m = merged.emplace_back();
+        std::tie(m.kind, m.scope, m.op, m.relation, m.fused_by, m.fused_kernel, std::ignore) = key;
+        for (const std::string& family : families) m.extra_kernels.emplace_back(family, 0);
+      }
+      OpFusionDifference& m = merged[at->second];
+      for (size_t i = 0; i < d.extra_kernels.size(); ++i) {
+        m.extra_kernels[i].second += d.extra_kernels[i].second;
+      }
+      m.instances += d.instances;
+      m.extra_time_us += d.extra_time_us;
+      m.saving_us += d.saving_us;
+      for (Side side : kSides) m.time_us[side] += OnSummarySide(*p, d.time_us, side);
+      if (m.pairs.empty() || m.pairs.back() != p->label) m.pairs.push_back(p->label);
+    }
+  }
+  std::stable_sort(merged.begin(), merged.end(), [](const auto& a, const auto& b) {
+    if (a.pairs.size() != b.pairs.size()) return a.pairs.size() > b.pairs.size();
+    return a.extra_time_us > b.extra_time_us;
+  });
+  return merged;
+}
+
+// OpTimesAcrossPairs() is every op matched in a pair compared --by-op, its times summed over
+// those pairs, the largest difference either way first.
+std::vector<OpTimes> OpTimesAcrossPairs(const std::vector<MergedPair*>& complete) {
+  std::map<std::pair<std::string, std::string>, OpTimes> by_op;
+  for (const MergedPair* p : complete) {
+    if (!p->ops) continue;
+    for (const OpTimes& row : p->ops->ops) {
+      OpTimes& m = by_op[{row.op, row.scope}];
+      m.op = row.op;
+      m.scope = row.scope;
+      m.instances += row.instances;
+      for (Side side : kSides) m.time_us[side] += OnSummarySide(*p, row.time_us, side);
+      ++m.pairs;
+    }
+  }
+  std::vector<OpTimes> ops;
+  for (auto& entry : by_op) ops.push_back(std::move(entry.second));
+  std::stable_sort(ops.begin(), ops.end(), [](const OpTimes& a, const OpTimes& b) {
+    return std::abs(a.DeltaUs()) > std::abs(b.DeltaUs());
+  });
+  return ops;
+}
+
 }  // namespace
 
 absl::StatusOr<MergeSummary> SummarizeBatch(const std::string& dir, const SummaryOptions& options) {
@@ -269,6 +354,9 @@ absl::StatusOr<MergeSummary> SummarizeBatch(const std::string& dir, const Summar
   for (Side side : kSides) {
     summary.ranks[side] = Ranks(side, complete, options.straggler_threshold);
   }
+  for (const MergedPair* p : complete) summary.pairs_with_ops += p->ops ? 1 : 0;
+  summary.fusion_differences = OpFusionDifferences(complete);
+  summary.ops = OpTimesAcrossPairs(complete);
   return summary;
 }
 

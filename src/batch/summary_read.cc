@@ -449,7 +449,129 @@ simdjson::error_code ReportField(std::string_view key, od::value v, ReportFields
   });
 }
 
+// The readers of an ops report (`tracefuse ops --format json`).
+
+// ReadDouble() reads a number, null as 0.
+simdjson::error_code ReadDouble(od::value v, double* out) {
+  std::optional<double> n;
+  simdjson::error_code err = ReadNumber(v, &n);
+  *out = n.value_or(0);
+  return err;
+}
+
+// ReadSide() reads "trace1" or "trace2"; null leaves `out` empty.
+simdjson::error_code ReadSide(od::value v, std::optional<Side>* out, std::string* failed_key,
+                              std::string_view key) {
+  if (IsNull(v)) return simdjson::SUCCESS;
+  std::string side;
+  if (simdjson::error_code err = ReadString(v, &side)) return err;
+  if (side != "trace1" && side != "trace2") {
+    *failed_key = key;
+    return simdjson::INCORRECT_TYPE;
+  }
+  *out = side == "trace1" ? Side::kTrace1 : Side::kTrace2;
+  return simdjson::SUCCESS;
+}
+
+// SideTime() reads a side's {"time_us": ...} into `out`.
+simdjson::error_code SideTime(od::value v, double* out, std::string* failed_key) {
+  return ForEachKey(v, failed_key, [out](std::string_view k, od::value f) {
+    return k == "time_us" ? ReadDouble(f, out) : simdjson::SUCCESS;
+  });
+}
+
+simdjson::error_code OpRow(od::value element, MergedOps* ops, std::string* failed_key) {
+  OpTimes row;
+  bool matched = false;
+  simdjson::error_code err = ForEachKey(element, failed_key, [&](std::string_view k, od::value f) {
+    if (k == "op") return ReadString(f, &row.op);
+    if (k == "scope") return ReadString(f, &row.scope);
+    if (k == "matched") return f.get_bool().get(matched);
+    if (k == "instances") return f.get_uint64().get(row.instances);
+    if (k == "trace1") return SideTime(f, &row.time_us[Side::kTrace1], failed_key);
+    if (k == "trace2") return SideTime(f, &row.time_us[Side::kTrace2], failed_key);
+    return simdjson::SUCCESS;
+  });
+  if (!err && matched) ops->ops.push_back(std::move(row));
+  return err;
+}
+
+simdjson::error_code ExtraKernels(od::value v, OpFusionDifference* d, std::string* failed_key) {
+  return ForEachElement(v, [&](od::value element) {
+    std::pair<std::string, uint64_t> kernel;
+    simdjson::error_code err =
+        ForEachKey(element, failed_key, [&](std::string_view k, od::value f) {
+          if (k == "name") return ReadString(f, &kernel.first);
+          if (k == "count") return f.get_uint64().get(kernel.second);
+          return simdjson::SUCCESS;
+        });
+    if (!err) d->extra_kernels.push_back(std::move(kernel));
+    return err;
+  });
+}
+
+simdjson::error_code FusionDifferenceField(std::string_view k, od::value f, OpFusionDifference* d,
+                                           std::string* failed_key) {
+  if (k == "kind") return ReadString(f, &d->kind);
+  if (k == "scope") return ReadString(f, &d->scope);
+  if (k == "op") return ReadString(f, &d->op);
+  if (k == "relation") return ReadString(f, &d->relation);
+  if (k == "fused_by") return ReadSide(f, &d->fused_by, failed_key, k);
+  if (k == "fused_kernel") return ReadString(f, &d->fused_kernel);
+  if (k == "instances") return f.get_uint64().get(d->instances);
+  if (k == "extra_time_us") return ReadDouble(f, &d->extra_time_us);
+  if (k == "saving_us") return ReadDouble(f, &d->saving_us);
+  if (k == "extra_kernels") return ExtraKernels(f, d, failed_key);
+  if (k == "trace1") return SideTime(f, &d->time_us[Side::kTrace1], failed_key);
+  if (k == "trace2") return SideTime(f, &d->time_us[Side::kTrace2], failed_key);
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code OpsTrace(od::value element, size_t* traces, MergedOps* ops,
+                              std::string* failed_key) {
+  if (*traces == 2) return simdjson::INCORRECT_TYPE;
+  const Side side = (*traces)++ == 0 ? Side::kTrace1 : Side::kTrace2;
+  return ForEachKey(element, failed_key, [&](std::string_view k, od::value f) {
+    if (k == "kernel_time_us") return ReadDouble(f, &ops->kernel_time_us[side]);
+    if (k == "linked_kernel_time_us") return ReadDouble(f, &ops->linked_kernel_time_us[side]);
+    return simdjson::SUCCESS;
+  });
+}
+
 }  // namespace
+
+absl::StatusOr<MergedOps> ReadPairOps(const std::string& path) {
+  JsonDocument json;
+  // Its largest value, and the only one not summed.
+  if (absl::Status opened = OpenJson(path, "top_instances", &json); !opened.ok()) return opened;
+  MergedOps ops;
+  ops.file = path;
+  std::string schema, failed_key;
+  size_t traces = 0;
+  simdjson::error_code err =
+      ForEachKey(json.root, &failed_key, [&](std::string_view key, od::value v) {
+        if (key == "schema") return ReadString(v, &schema);
+        if (key == "traces") {
+          return ForEachElement(
+              v, [&](od::value t) { return OpsTrace(t, &traces, &ops, &failed_key); });
+        }
+        if (key == "ops") {
+          return ForEachElement(v, [&](od::value row) { return OpRow(row, &ops, &failed_key); });
+        }
+        if (key != "fusion_differences") return simdjson::SUCCESS;
+        return ForEachElement(v, [&](od::value element) {
+          OpFusionDifference& d = ops.fusion_differences.emplace_back();
+          return ForEachKey(element, &failed_key, [&](std::string_view k, od::value f) {
+            return FusionDifferenceField(k, f, &d, &failed_key);
+          });
+        });
+      });
+  if (absl::Status closed = CloseJson(path, err, failed_key, &json); !closed.ok()) return closed;
+  if (schema != "tracefuse.ops/1" || traces != 2) {
+    return Malformed(path, "not a tracefuse ops report (\"schema\": \"tracefuse.ops/1\")");
+  }
+  return ops;
+}
 
 absl::StatusOr<std::string> ReadJsonWithoutKey(const std::string& path, std::string_view dropped) {
   SourceOptions options;

@@ -80,6 +80,10 @@ CLI::App* Declare(CLI::App* app, BatchArgs* a) {
       ->check(CLI::IsMember(FusionFormats()))
       ->capture_default_str();
   cmd->add_flag("--force", a->options.force, "re-run pairs whose status says complete");
+  cmd->add_flag("--by-op", a->options.compare.by_op,
+                "also read the CPU side and align the operators, as compare --by-op: each pair's "
+                "reports then hold its fusion differences, and <label>.ops.json its op "
+                "comparison (as `tracefuse ops --format json` writes it), which merge sums");
   AddReadOptions(cmd, &a->options.compare.ruleset, &a->options.pipeline);
   AddNameOnlyOption(cmd, &a->options.pipeline);
   AddMinGroupSizeOption(cmd, &a->options.compare.min_group_size);

@@ -15,6 +15,7 @@ struct MergeArgs {
   std::string manifest;
   std::string format = "text";
   std::string output = "-";
+  std::string csv_table = "pairs";
   size_t top = 3;
   double straggler_threshold = 0.10;
 };
@@ -51,7 +52,7 @@ int RunMerge(const MergeArgs& a) {
   if (a.format == "json") {
     out = DumpJson(MergeJson(*summary)) + "\n";
   } else if (a.format == "csv") {
-    out = MergeCsv(*summary);
+    out = MergeCsv(*summary, a.csv_table);
   } else if (a.format == "html") {
     out = MergeHtml(*summary);
   } else {
@@ -80,6 +81,12 @@ CLI::App* Declare(CLI::App* app, MergeArgs* a) {
       ->check(CLI::IsMember({"text", "markdown", "csv", "json", "html"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", a->output, "write to FILE (atomically) instead of stdout");
+  cmd->add_option("--csv-table", a->csv_table,
+                  "the table --format csv writes: pairs (one row per pair), fusion_differences "
+                  "or ops (one row per fusion difference, or per op, over the pairs compared "
+                  "--by-op, summed)")
+      ->check(CLI::IsMember(MergeCsvTables()))
+      ->capture_default_str();
   cmd->add_option("--top", a->top, "fusion opportunities listed per pair (csv, json)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

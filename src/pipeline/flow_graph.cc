@@ -965,41 +965,6 @@ struct OpLinks {
   }
 };
 
-}  // namespace
-
-absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::string& path2,
-                                         std::shared_ptr<const Classifier> classifier,
-                                         const PipelineOptions& options,
-                                         const FusionOptions& fusion,
-                                         const OpCompareOptions* by_op) {
-  const int threads = ThreadCount(options);
-  tbb::task_arena arena(threads);
-  auto started = std::chrono::steady_clock::now();
-  PipelineOptions reading = options;
-  reading.host_activity = by_op != nullptr;
-  absl::StatusOr<std::vector<TraceProfile>> profiles =
-      ProfileInArena(arena, threads, {path1, path2}, std::move(classifier), reading);
-  if (!profiles.ok()) return profiles.status();
-  Comparison c;
-  c.traces = {{std::move((*profiles)[0]), std::move((*profiles)[1])}};
-  if (by_op != nullptr) {
-    if (absl::Status st = RecordsCpuOperators(c.traces); !st.ok()) return st;
-  }
-  OpLinks links;
-  if (by_op != nullptr) links.Link(arena, &c.traces);
-  auto merged = std::chrono::steady_clock::now();
-  c.read_seconds = std::chrono::duration<double>(merged - started).count();
-  arena.execute([&] {
-    c.report = AnalyzeFusion(c.traces[Side::kTrace1], c.traces[Side::kTrace2], fusion);
-    if (by_op != nullptr) c.ops = links.Compare(c.traces, *by_op);
-  });
-  c.analyze_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - merged).count();
-  return c;
-}
-
-namespace {
-
 // AddGraphReplayTypes() gives the top instances that are graph replays on `side` their kernels'
 // categories, in start order.
 void AddGraphReplayTypes(const TraceProfile& profile, const OpTree& tree, Side side,
@@ -1017,7 +982,55 @@ void AddGraphReplayTypes(const TraceProfile& profile, const OpTree& tree, Side s
   }
 }
 
+// CompareLinkedOperators() compares the operators of two traces linked by `links`, whose kernel
+// records were kept: what `ops` and `compare --by-op` report alike. The kernel records are then
+// let go of, unless `keep_kernels`.
+OpComparison CompareLinkedOperators(OpLinks* links, PerSide<TraceProfile>* traces,
+                                    const OpCompareOptions& compare, bool keep_kernels) {
+  OpComparison ops = links->Compare(*traces, compare);
+  tbb::parallel_for(size_t{0}, size_t{2}, [&](size_t i) {
+    const Side side = kSides[i];
+    AddGraphReplayTypes((*traces)[side], links->trees[side], side, &ops.top_instances);
+    if (!keep_kernels) (*traces)[side].kernels = KernelStream();
+  });
+  return ops;
+}
+
 }  // namespace
+
+absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::string& path2,
+                                         std::shared_ptr<const Classifier> classifier,
+                                         const PipelineOptions& options,
+                                         const FusionOptions& fusion,
+                                         const OpCompareOptions* by_op) {
+  const int threads = ThreadCount(options);
+  tbb::task_arena arena(threads);
+  auto started = std::chrono::steady_clock::now();
+  PipelineOptions reading = options;
+  reading.host_activity = by_op != nullptr;
+  if (by_op != nullptr) reading.keep_kernel_records = true;  // the top instances' kernel types
+  absl::StatusOr<std::vector<TraceProfile>> profiles =
+      ProfileInArena(arena, threads, {path1, path2}, std::move(classifier), reading);
+  if (!profiles.ok()) return profiles.status();
+  Comparison c;
+  c.traces = {{std::move((*profiles)[0]), std::move((*profiles)[1])}};
+  if (by_op != nullptr) {
+    if (absl::Status st = RecordsCpuOperators(c.traces); !st.ok()) return st;
+  }
+  OpLinks links;
+  if (by_op != nullptr) links.Link(arena, &c.traces);
+  auto merged = std::chrono::steady_clock::now();
+  c.read_seconds = std::chrono::duration<double>(merged - started).count();
+  arena.execute([&] {
+    c.report = AnalyzeFusion(c.traces[Side::kTrace1], c.traces[Side::kTrace2], fusion);
+    if (by_op != nullptr) {
+      c.ops = CompareLinkedOperators(&links, &c.traces, *by_op, options.keep_kernel_records);
+    }
+  });
+  c.analyze_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - merged).count();
+  return c;
+}
 
 absl::StatusOr<OperatorComparison> CompareOperators(const std::string& path1,
                                                     const std::string& path2,
@@ -1040,13 +1053,8 @@ absl::StatusOr<OperatorComparison> CompareOperators(const std::string& path1,
   auto read = std::chrono::steady_clock::now();
   c.read_seconds = std::chrono::duration<double>(read - started).count();
   arena.execute([&] {
-    c.ops = links.Compare(c.traces, compare);
+    c.ops = CompareLinkedOperators(&links, &c.traces, compare, false);
     c.trees = std::move(links.trees);
-    tbb::parallel_for(size_t{0}, size_t{2}, [&](size_t i) {
-      const Side side = kSides[i];
-      AddGraphReplayTypes(c.traces[side], c.trees[side], side, &c.ops.top_instances);
-      c.traces[side].kernels = KernelStream();
-    });
   });
   c.analyze_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - read).count();

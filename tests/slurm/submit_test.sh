@@ -50,7 +50,7 @@ expect_error 2 '^submit: usage: ' "$submit" --rows-per-task 2 manifest.tsv
 expect_error 2 "^compare-array.sbatch: --rows-per-task must be a positive integer, not '0'$" \
   env SLURM_ARRAY_TASK_ID=0 bash "$here/../../scripts/slurm/compare-array.sbatch" manifest.tsv out \
   --rows-per-task 0
-expect_error 2 '^usage: sbatch --array=0-N%K compare-array.sbatch MANIFEST OUT \[--rows-per-task R\]$' \
+expect_error 2 '^usage: sbatch --array=0-N%K compare-array.sbatch MANIFEST OUT \[--rows-per-task R\] \[--by-op\]$' \
   env SLURM_ARRAY_TASK_ID=0 bash "$here/../../scripts/slurm/compare-array.sbatch" manifest.tsv out \
   --rows 2
 expect_error 2 '^compare-array.sbatch: not an array task' \

@@ -13,6 +13,7 @@
 #include "tracefuse/analyze/fusion.h"
 #include "tracefuse/pipeline/flow_graph.h"
 #include "tracefuse/report/fusion.h"
+#include "tracefuse/report/ops.h"
 
 namespace tracefuse {
 
@@ -61,6 +62,12 @@ CompareContext ComparisonContext(const Comparison& comparison, const CompareOpti
 // on failure `exit_code` is an I/O error's, or the signal's when interrupted.
 absl::Status WriteComparison(const Comparison& comparison, const CompareOptions& options,
                              const std::string& format, const std::string& path, int* exit_code);
+
+// WriteOpComparison() writes the op comparison of a comparison made with `by_op` as `tracefuse
+// ops --format json` writes it with the same rule set and labels (its other options at their
+// defaults), to `path`; errors as WriteComparison()'s.
+absl::Status WriteOpComparison(const Comparison& comparison, const CompareOptions& options,
+                               const std::string& path, int* exit_code);
 
 }  // namespace tracefuse
 

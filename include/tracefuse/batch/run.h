@@ -2,9 +2,11 @@
 // one pair after another, each writing its reports and a status file into an output directory.
 //
 // Per pair, DIR holds `<label>.json` (exactly what `compare --format json` writes with the same
-// options), one more report per other requested format (`<label>.md`, `.txt`, `.csv`) and
-// `<label>.status.json`. Every file is written atomically (temporary file, then rename); a pair
-// that runs first removes its earlier reports, so the directory never mixes two runs of a pair.
+// options), one more report per other requested format (`<label>.md`, `.txt`, `.csv`),
+// `<label>.status.json` and, for a pair compared --by-op, `<label>.ops.json` (what `tracefuse ops
+// --format json` writes with the same rule set and labels). Every file is written atomically
+// (temporary file, then rename); a pair that runs first removes its earlier reports, so the
+// directory never mixes two runs of a pair.
 //
 // The status file, written when the pair starts (state "running") and again when it ends, even
 // after SIGTERM / SIGINT; its keys, in this order:
@@ -87,8 +89,8 @@ absl::StatusOr<std::vector<size_t>> SelectTasks(const Manifest& manifest,
                                                 const TaskSelection& selection);
 
 // ApplyRowOptions() applies a row's options column (--ruleset, --min-group-size, --label1,
-// --label2; `--name value` or `--name=value`) over `options`. A rule file path is taken from the
-// manifest's directory, as trace paths are. Errors name the manifest's line.
+// --label2: `--name value` or `--name=value`; --by-op) over `options`. A rule file path is taken
+// from the manifest's directory, as trace paths are. Errors name the manifest's line.
 absl::Status ApplyRowOptions(const Manifest& manifest, const ManifestRow& row,
                              CompareOptions* options);
 

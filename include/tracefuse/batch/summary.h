@@ -26,6 +26,9 @@
 
 namespace tracefuse {
 
+// kOpsReportSuffix ends the name of a pair's op comparison, `<label>.ops.json` (`batch --by-op`).
+inline constexpr std::string_view kOpsReportSuffix = ".ops.json";
+
 // RecordedStatus is what the summary keeps of a status file (`batch` writes them).
 struct RecordedStatus {
   PairState state = PairState::kFailed;
@@ -46,6 +49,11 @@ absl::StatusOr<RecordedStatus> ReadPairStatus(const std::string& path);
 // groups, every opportunity, each side's label, platform, GPU, kernels and kernel time per
 // category; a side's path only where `pair` has none yet). Errors name the file.
 absl::Status ReadPairReport(const std::string& path, MergedPair* pair);
+
+// ReadPairOps() reads a pair's op comparison (`tracefuse ops --format json`: each side's kernel
+// time and the time linked to ops, the matched ops and the fusion differences). Errors name the
+// file.
+absl::StatusOr<MergedOps> ReadPairOps(const std::string& path);
 
 // ReadJsonWithoutKey() is the JSON file at `path` with the value of its top-level key
 // `dropped` replaced by null, read in pieces: the dropped value is never held in memory.

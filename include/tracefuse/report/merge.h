@@ -37,6 +37,11 @@
 //       "top_opportunities": [{"kernel_type": string, "fused_by": "trace1"|"trace2",
 //                              "fused_by_label": string, "ratio": number|null}]  (--top N;
 //                                             fused_by_label: the report's label of that side)
+//       "ops": null | {                       a pair compared --by-op (batch --by-op)
+//         "file": string,                     its op comparison, <label>.ops.json
+//         "linked_kernel_share": [number, number],  per trace (in the pair's order): the share
+//                                             of its kernel time linked to ops (0 to 1)
+//         "fusion_differences": int}
 //     }],
 //     "categories": [{                        over the complete pairs, most kernel time first
 //       "category": string,
@@ -64,7 +69,26 @@
 //     }, x2],
 //     "stragglers": [{"side": "trace1"|"trace2" (of "sides"), "pair": string,
 //                     "computation_us", "median_computation_us", "others_wait_us": number,
-//                     "other_ranks": int, "collectives": int (matched per rank)}]
+//                     "other_ranks": int, "collectives": int (matched per rank)}],
+//     "pairs_with_ops": int,                  complete pairs compared --by-op
+//     "fusion_differences": [{                over those pairs, each once (the same kind,
+//                                             scope, op, relation, fusing side, fused kernel
+//                                             and extra kernel families); in the most pairs
+//                                             first, then the most extra time
+//       "kind", "scope", "op", "relation": string,  as `tracefuse ops` writes them
+//       "fused_by": string (one of "sides") | null (relation "algorithm"),
+//       "fused_kernel": string|null, "op": null for kind "module", as in `ops`' JSON,
+//       "extra_kernels": [{"name": string, "count": int}],  by family, over the instances
+//       "instances": int, "extra_time_us": number, "saving_us": number,  summed over the pairs
+//       "time_us": [number, number],          each side's time in the instances, summed
+//       "pairs": int, "pair_labels": [string]
+//     }],
+//     "ops": [{                               every op matched in those pairs, by op and scope;
+//                                             the largest |delta_us| first
+//       "op": string, "scope": string, "pairs": int, "instances": int (matched),
+//       "time_us": [number, number] (summed, sides of "sides"), "delta_us": number (first -
+//       second)
+//     }]
 //   }
 #ifndef TRACEFUSE_REPORT_MERGE_H_
 #define TRACEFUSE_REPORT_MERGE_H_
@@ -115,6 +139,48 @@ struct MergedOpportunity {
   double ratio = 0;  // +inf when the fusing side has none of the type
 };
 
+// OpFusionDifference is a fusion difference that `tracefuse ops` finds (its JSON's
+// "fusion_differences"): in a pair, as that pair's op comparison gives it; in the summary, summed
+// over the pairs where it appears (the same kind, scope, op, relation, fusing side, fused kernel
+// and extra kernel families).
+struct OpFusionDifference {
+  std::string kind, scope, op, relation;
+  // The side that runs the work in fewer kernels (in the summary, of MergeSummary::side_names);
+  // none for relation "algorithm", where neither covers the other's kernels.
+  std::optional<Side> fused_by;
+  std::string fused_kernel;
+  std::vector<std::pair<std::string, uint64_t>> extra_kernels;  // family, count over instances
+  uint64_t instances = 0;
+  double extra_time_us = 0, saving_us = 0;
+  PerSide<double> time_us{};       // each side's time in the op's instances
+  std::vector<std::string> pairs;  // in the summary: the pairs where it appears, in pair order
+};
+
+// OpTimes is an op matched on both sides (an op row of `tracefuse ops`, by op and module scope):
+// its time on each side, in a pair or summed over the pairs.
+struct OpTimes {
+  std::string op, scope;
+  uint64_t instances = 0;  // matched on both sides
+  PerSide<double> time_us{};
+  size_t pairs = 0;  // in the summary: the pairs where it is matched
+
+  double DeltaUs() const { return time_us[Side::kTrace1] - time_us[Side::kTrace2]; }
+};
+
+// MergedOps is what a pair's op comparison (`<label>.ops.json`, batch --by-op) gives the
+// summary.
+struct MergedOps {
+  std::string file;
+  PerSide<double> kernel_time_us{}, linked_kernel_time_us{};  // kernel time linked to ops
+  std::vector<OpTimes> ops;                                   // matched on both sides
+  std::vector<OpFusionDifference> fusion_differences;
+
+  // LinkedShare() is the share of `side`'s kernel time linked to ops (0 without kernels).
+  double LinkedShare(Side side) const {
+    return kernel_time_us[side] > 0 ? linked_kernel_time_us[side] / kernel_time_us[side] : 0;
+  }
+};
+
 // MergedPair is one pair of the batch: its status and, for a complete pair, its report.
 struct MergedPair {
   std::string label;
@@ -133,6 +199,7 @@ struct MergedPair {
   std::string rule_set;
   uint64_t matched_groups = 0;
   std::vector<MergedOpportunity> opportunities;  // all of them, by impact
+  std::optional<MergedOps> ops;                  // a pair compared --by-op
 
   // Trace 1's kernel time over trace 2's (+inf when trace 2 has none).
   double KernelTimeRatio() const;
@@ -181,6 +248,12 @@ struct MergeSummary {
   // as the ranks of one run (AnalyzeRanks()) with `straggler_threshold`.
   double straggler_threshold = 0.10;
   PerSide<RankAnalysis> ranks;
+  // Over the complete pairs compared --by-op (sides as above): every fusion difference once, in
+  // the most pairs first (then the most extra kernel time); every op matched in any of them, the
+  // largest summed time difference either way first (then op, scope).
+  size_t pairs_with_ops = 0;
+  std::vector<OpFusionDifference> fusion_differences;
+  std::vector<OpTimes> ops;
 
   size_t Count(PairState state) const;
   // Complete() says whether the batch is known to be done: a manifest was read, there is a
@@ -194,8 +267,11 @@ struct MergeSummary {
 // `markdown` gives the same layout as a Markdown document.
 std::string MergeText(const MergeSummary& summary, bool markdown);
 
-// MergeCsv() has one row per pair (all of them) with the per-pair fields.
-std::string MergeCsv(const MergeSummary& summary);
+// MergeCsvTables() are the tables MergeCsv() writes: "pairs" (one row per pair, all of them,
+// with the per-pair fields), "fusion_differences" and "ops" (one row per fusion difference, or
+// per op, over the pairs compared --by-op, in the JSON's order).
+const std::vector<std::string>& MergeCsvTables();
+std::string MergeCsv(const MergeSummary& summary, const std::string& table = "pairs");
 
 // MergeHtml() is the summary as one self-contained HTML page (no script, no request): state
 // counts, kernel time per category as paired bars, recurring opportunities, the pairs whose

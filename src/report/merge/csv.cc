@@ -1,4 +1,5 @@
-// `tracefuse merge --format csv`: one row per pair, every pair.
+// `tracefuse merge --format csv`: one table (MergeCsvTables()): one row per pair, every pair;
+// one row per fusion difference or per op across the pairs compared --by-op.
 #include <map>
 #include <optional>
 #include <string>
@@ -19,7 +20,8 @@ constexpr char kHeader[] =
     "trace2_exposed_communication_us,trace1_idle_us,trace2_idle_us,trace1_step_us,"
     "trace2_step_us,trace1_wait_us,trace2_wait_us,trace1_cpu_wait_us,trace2_cpu_wait_us,"
     "trace1_launch_latency_us,trace2_launch_latency_us,trace1_unattributed_us,"
-    "trace2_unattributed_us";
+    "trace2_unattributed_us,trace1_linked_kernel_share,trace2_linked_kernel_share,"
+    "fusion_differences";
 
 template <typename T>
 std::string Optional(const std::optional<T>& v) {
@@ -67,6 +69,14 @@ std::string TimelineColumns(const WaitsByPair& waits, const MergedPair& p) {
   return out;
 }
 
+// The columns of the pair's op comparison (batch --by-op): empty without one.
+std::string OpsColumns(const MergedPair& p) {
+  if (!p.ops) return ",,,";
+  return fmt::format(",{},{},{}", CsvNumber(p.ops->LinkedShare(Side::kTrace1)),
+                     CsvNumber(p.ops->LinkedShare(Side::kTrace2)),
+                     p.ops->fusion_differences.size());
+}
+
 // The top opportunities' columns, empty past the pair's last one.
 std::string OpportunityColumns(const MergedPair& p, size_t top) {
   std::string out;
@@ -82,9 +92,7 @@ std::string OpportunityColumns(const MergedPair& p, size_t top) {
   return out;
 }
 
-}  // namespace
-
-std::string MergeCsv(const MergeSummary& summary) {
+std::string PairsCsv(const MergeSummary& summary) {
   std::string out = kHeader;
   for (size_t i = 1; i <= summary.top; ++i) {
     out += fmt::format(",top{0}_kernel_type,top{0}_fused_by,top{0}_ratio", i);
@@ -95,14 +103,59 @@ std::string MergeCsv(const MergeSummary& summary) {
     for (const RankWait& r : summary.ranks[s].ranks) waits[s][r.pair] = r.wait_us;
   }
   for (const MergedPair& p : summary.pairs) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}{}{}\n", CsvField(p.label),
-                       PairStateName(p.state), Optional(p.exit_code), CsvField(p.error),
-                       Optional(p.task), CsvField(p.traces[Side::kTrace1].path),
-                       CsvField(p.traces[Side::kTrace2].path), ReportColumns(p),
-                       Optional(p.elapsed_seconds), Optional(p.peak_rss_bytes), CsvField(p.host),
-                       TimelineColumns(waits, p), OpportunityColumns(p, summary.top));
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{}{}{}{}\n", CsvField(p.label), PairStateName(p.state),
+        Optional(p.exit_code), CsvField(p.error), Optional(p.task),
+        CsvField(p.traces[Side::kTrace1].path), CsvField(p.traces[Side::kTrace2].path),
+        ReportColumns(p), Optional(p.elapsed_seconds), Optional(p.peak_rss_bytes), CsvField(p.host),
+        TimelineColumns(waits, p), OpsColumns(p), OpportunityColumns(p, summary.top));
   }
   return out;
+}
+
+std::string FusionDifferencesCsv(const MergeSummary& s) {
+  std::string out =
+      "kind,scope,op,relation,fused_by,fused_kernel,extra_kernels,instances,extra_time_us,"
+      "saving_us,side1_time_us,side2_time_us,pairs,pair_labels\n";
+  for (const OpFusionDifference& d : s.fusion_differences) {
+    std::string extra, labels;
+    for (const auto& [name, count] : d.extra_kernels) {
+      extra += StrCat(extra.empty() ? "" : " ", name, " x", count);
+    }
+    for (const std::string& label : d.pairs) labels += StrCat(labels.empty() ? "" : " ", label);
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", CsvField(d.kind), CsvField(d.scope),
+        CsvField(d.op), CsvField(d.relation), CsvField(d.fused_by ? s.side_names[*d.fused_by] : ""),
+        CsvField(d.fused_kernel), CsvField(extra), d.instances,
+        CsvNumber(SummedMicros(d.extra_time_us)), CsvNumber(SummedMicros(d.saving_us)),
+        CsvNumber(SummedMicros(d.time_us[Side::kTrace1])),
+        CsvNumber(SummedMicros(d.time_us[Side::kTrace2])), d.pairs.size(), CsvField(labels));
+  }
+  return out;
+}
+
+std::string OpsCsv(const MergeSummary& s) {
+  std::string out = "op,scope,pairs,instances,side1_time_us,side2_time_us,delta_us\n";
+  for (const OpTimes& o : s.ops) {
+    out += fmt::format("{},{},{},{},{},{},{}\n", CsvField(o.op), CsvField(o.scope), o.pairs,
+                       o.instances, CsvNumber(SummedMicros(o.time_us[Side::kTrace1])),
+                       CsvNumber(SummedMicros(o.time_us[Side::kTrace2])),
+                       CsvNumber(SummedMicros(o.DeltaUs())));
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& MergeCsvTables() {
+  static const std::vector<std::string> tables = {"pairs", "fusion_differences", "ops"};
+  return tables;
+}
+
+std::string MergeCsv(const MergeSummary& summary, const std::string& table) {
+  if (table == "fusion_differences") return FusionDifferencesCsv(summary);
+  if (table == "ops") return OpsCsv(summary);
+  return PairsCsv(summary);
 }
 
 }  // namespace tracefuse

@@ -37,6 +37,19 @@ std::string NoStragglerText(const MergeSummary& summary, Side side);
 // the status files give: sums of decimal fractions in binary drift in the last digits.
 double SummedMicros(double us);
 
+// FusionDifferenceText() is a fusion difference over the pairs in one sentence, its scope cut to
+// `scope_width`: "aten::conv2d under ViTModel/.../Conv2d: NVIDIA runs it in fewer kernels (split)
+// in 8 pairs, 8 instances; AMD's extra kernels (SubTensorOpWithScalar#d x1) take 32.064 ms".
+std::string FusionDifferenceText(const MergeSummary& summary, const OpFusionDifference& d,
+                                 size_t scope_width);
+
+// LinkedShareText() is the share of a side's kernel time linked to ops over the pairs compared
+// --by-op: "AMD 99.9% median, lowest 97.0% (rank-3)".
+std::string LinkedShareText(const MergeSummary& summary, Side side);
+
+// FitMiddle() cuts `s` to `width` bytes by eliding its middle (at UTF-8 boundaries) as "...".
+std::string FitMiddle(std::string_view s, size_t width);
+
 // ByDisparity() is the complete pairs with a report, those whose kernel time differs most
 // between the sides first (ties in pair order).
 std::vector<const MergedPair*> ByDisparity(const MergeSummary& summary);

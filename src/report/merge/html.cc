@@ -1,7 +1,8 @@
 // `tracefuse merge --format html`: a batch's summary on one self-contained page
 // (report/common/html.h): state counts, each side's stragglers and ranks, kernel time per category
-// across the complete pairs as paired bars and a table, the recurring opportunities, the pairs
-// whose kernel time differs most, and the problems. Lists are capped so that a batch of thousands
+// across the complete pairs as paired bars and a table, the recurring opportunities, what the
+// pairs compared --by-op find by operator, the pairs whose kernel time differs most, and the
+// problems. Lists are capped so that a batch of thousands
 // of pairs stays a small page; CSV and JSON list every pair.
 #include "report/common/html.h"
 
@@ -21,7 +22,8 @@ namespace {
 
 constexpr size_t kMaxPairs = 200;
 constexpr size_t kMaxProblems = 200;
-constexpr size_t kMaxPairLabels = 12;  // per recurring opportunity
+constexpr size_t kMaxPairLabels = 12;  // per recurring opportunity or fusion difference
+constexpr size_t kMaxOpRows = 100;     // fusion differences, and ops
 constexpr size_t kMaxChartRanks = 64;  // bars per side
 
 class MergeHtmlPage {
@@ -34,6 +36,7 @@ class MergeHtmlPage {
     Ranks();
     Categories();
     Recurring();
+    ByOperator();
     Pairs();
     Problems();
     return std::move(doc_).Finish();
@@ -45,6 +48,10 @@ class MergeHtmlPage {
   void RankTable(Side side);
   void Categories();
   void Recurring();
+  void ByOperator();
+  void FusionDifferenceRows();
+  void OpRows();
+  void LinkedShares();
   void Pairs();
   void PairRow(const MergedPair& p);
   void Problems();
@@ -253,6 +260,99 @@ void MergeHtmlPage::Recurring() {
         r.pairs.size() > labels.size() ? ", ..." : "");
   }
   doc_.Append("</table>\n</section>\n");
+}
+
+// The op-level findings of the pairs compared --by-op; nothing for a batch without them.
+void MergeHtmlPage::ByOperator() {
+  if (s_.pairs_with_ops == 0) return;
+  doc_.Append(
+      "<section id=\"by-op\">\n<h2>By operator (over {} complete pairs compared "
+      "--by-op)</h2>\n<p>Kernel time linked to ops: {}; {}</p>\n",
+      s_.pairs_with_ops, HtmlEscaped(LinkedShareText(s_, Side::kTrace1)),
+      HtmlEscaped(LinkedShareText(s_, Side::kTrace2)));
+  FusionDifferenceRows();
+  OpRows();
+  LinkedShares();
+  doc_.Append("</section>\n");
+}
+
+// Per pair (rank), the share of each side's kernel time linked to ops.
+void MergeHtmlPage::LinkedShares() {
+  doc_.Append(
+      "<h3>Kernel time linked to ops, per pair</h3>\n<table class=\"linked\">\n<tr><th>pair"
+      "</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">fusion "
+      "differences</th></tr>\n",
+      HtmlEscaped(s_.side_names[Side::kTrace1]), HtmlEscaped(s_.side_names[Side::kTrace2]));
+  size_t shown = 0;
+  for (const MergedPair& p : s_.pairs) {
+    if (p.state != PairState::kComplete || !p.ops || shown++ == kMaxPairs) continue;
+    auto share = [&p](Side side) {
+      return fmt::format("{:.1f}%",
+                         100 * p.ops->LinkedShare(p.sides_swapped ? Opposite(side) : side));
+    };
+    doc_.Append(
+        "<tr data-pair=\"{0}\"><th>{0}</th><td class=\"n\">{1}</td><td class=\"n\">{2}</td>"
+        "<td class=\"n\">{3}</td></tr>\n",
+        HtmlEscaped(p.label), share(Side::kTrace1), share(Side::kTrace2),
+        p.ops->fusion_differences.size());
+  }
+  doc_.Append("</table>\n");
+}
+
+void MergeHtmlPage::FusionDifferenceRows() {
+  doc_.Append("<h3>Fusion differences ({})</h3>\n", s_.fusion_differences.size());
+  if (s_.fusion_differences.empty()) return doc_.Append("<p>None.</p>\n");
+  doc_.Append(
+      "<table class=\"differences\">\n<tr><th>op</th><th>scope</th><th>relation</th>"
+      "<th>fewer kernels</th><th>fused kernel</th><th>extra kernels</th>"
+      "<th class=\"n\">instances</th><th class=\"n\">extra ms</th><th>pairs</th></tr>\n");
+  for (size_t i = 0; i < s_.fusion_differences.size() && i < kMaxOpRows; ++i) {
+    const OpFusionDifference& d = s_.fusion_differences[i];
+    std::string extra;
+    for (const auto& [name, count] : d.extra_kernels) {
+      extra += StrCat(extra.empty() ? "" : ", ", name, " x", count);
+    }
+    std::vector<std::string> labels(d.pairs.begin(),
+                                    d.pairs.begin() + std::min(d.pairs.size(), kMaxPairLabels));
+    doc_.Append(
+        "<tr><th>{}</th><td class=\"scope\">{}</td><td>{}</td><td>{}</td><td class=\"name\">"
+        "{}</td><td class=\"name\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<td>{} ({}{})</td></tr>\n",
+        HtmlEscaped(d.op), HtmlEscaped(d.scope), HtmlEscaped(d.relation),
+        HtmlEscaped(d.fused_by ? s_.side_names[*d.fused_by] : "neither"),
+        HtmlEscaped(d.fused_kernel), HtmlEscaped(extra), d.instances,
+        MillisOfMicros(d.extra_time_us), d.pairs.size(),
+        HtmlEscaped(fmt::format("{}", fmt::join(labels, ", "))),
+        d.pairs.size() > labels.size() ? ", ..." : "");
+  }
+  doc_.Append("</table>\n");
+  if (s_.fusion_differences.size() > kMaxOpRows) {
+    doc_.Append("<p class=\"note\">... and {} more (--format csv or json lists them all)</p>\n",
+                s_.fusion_differences.size() - kMaxOpRows);
+  }
+}
+
+void MergeHtmlPage::OpRows() {
+  doc_.Append("<h3>Ops whose summed times differ most</h3>\n");
+  if (s_.ops.empty()) return doc_.Append("<p>None.</p>\n");
+  doc_.Append(
+      "<table class=\"ops\">\n<tr><th>op</th><th>scope</th><th class=\"n\">{} ms</th>"
+      "<th class=\"n\">{} ms</th><th class=\"n\">delta ms</th><th class=\"n\">pairs</th>"
+      "</tr>\n",
+      HtmlEscaped(s_.side_names[Side::kTrace1]), HtmlEscaped(s_.side_names[Side::kTrace2]));
+  for (size_t i = 0; i < s_.ops.size() && i < kMaxOpRows; ++i) {
+    const OpTimes& o = s_.ops[i];
+    doc_.Append(
+        "<tr><th>{}</th><td class=\"scope\">{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+        HtmlEscaped(o.op), HtmlEscaped(o.scope), MillisOfMicros(o.time_us[Side::kTrace1]),
+        MillisOfMicros(o.time_us[Side::kTrace2]), MillisOfMicros(o.DeltaUs()), o.pairs);
+  }
+  doc_.Append("</table>\n");
+  if (s_.ops.size() > kMaxOpRows) {
+    doc_.Append("<p class=\"note\">... and {} more (--format csv or json lists them all)</p>\n",
+                s_.ops.size() - kMaxOpRows);
+  }
 }
 
 void MergeHtmlPage::Pairs() {

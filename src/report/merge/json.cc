@@ -64,7 +64,45 @@ Json PairJson(const MergedPair& p, size_t top) {
                                       {"fused_by_label", p.traces[o.fused_by].label},
                                       {"ratio", RatioJson(o.ratio)}});
   }
+  j["ops"] = nullptr;
+  if (p.ops) {
+    j["ops"] = {{"file", p.ops->file},
+                {"linked_kernel_share", Json::array({p.ops->LinkedShare(Side::kTrace1),
+                                                     p.ops->LinkedShare(Side::kTrace2)})},
+                {"fusion_differences", p.ops->fusion_differences.size()}};
+  }
   return j;
+}
+
+Json FusionDifferenceJson(const MergeSummary& s, const OpFusionDifference& d) {
+  Json extra = Json::array();
+  for (const auto& [name, count] : d.extra_kernels) {
+    extra.push_back({{"name", name}, {"count", count}});
+  }
+  return {{"kind", d.kind},
+          {"scope", d.scope},
+          {"op", d.kind == "module" ? Json(nullptr) : Json(d.op)},
+          {"relation", d.relation},
+          {"fused_by", d.fused_by ? Json(s.side_names[*d.fused_by]) : Json(nullptr)},
+          {"fused_kernel", OrNull(d.fused_kernel)},
+          {"extra_kernels", std::move(extra)},
+          {"instances", d.instances},
+          {"extra_time_us", SummedMicros(d.extra_time_us)},
+          {"saving_us", SummedMicros(d.saving_us)},
+          {"time_us", Json::array({SummedMicros(d.time_us[Side::kTrace1]),
+                                   SummedMicros(d.time_us[Side::kTrace2])})},
+          {"pairs", d.pairs.size()},
+          {"pair_labels", d.pairs}};
+}
+
+Json OpTimesJson(const OpTimes& o) {
+  return {{"op", o.op},
+          {"scope", o.scope},
+          {"pairs", o.pairs},
+          {"instances", o.instances},
+          {"time_us", Json::array({SummedMicros(o.time_us[Side::kTrace1]),
+                                   SummedMicros(o.time_us[Side::kTrace2])})},
+          {"delta_us", SummedMicros(o.DeltaUs())}};
 }
 
 Json SideStatsJson(const SideStats& s) {
@@ -123,6 +161,56 @@ bool MergeSummary::Complete() const {
 }
 
 std::string MillisOfMicros(double us) { return fmt::format("{:.3f}", us / 1000); }
+
+std::string FitMiddle(std::string_view s, size_t width) {
+  if (s.size() <= width) return std::string(s);
+  if (width <= 3) return std::string(width, '.');
+  auto continuation = [&](size_t i) { return (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; };
+  size_t head = (width - 3) / 2;
+  size_t tail = s.size() - (width - 3 - head);
+  while (head > 0 && continuation(head)) --head;
+  while (tail < s.size() && continuation(tail)) ++tail;
+  return StrCat(s.substr(0, head), "...", s.substr(tail));
+}
+
+std::string FusionDifferenceText(const MergeSummary& s, const OpFusionDifference& d,
+                                 size_t scope_width) {
+  const std::string what = d.kind == "module" ? StrCat("module ", d.scope) : d.op;
+  const std::string where = d.scope.empty() || d.kind == "module"
+                                ? FitMiddle(what, scope_width + 16)
+                                : StrCat(d.op, " under ", FitMiddle(d.scope, scope_width));
+  if (!d.fused_by) {  // relation "algorithm": neither side covers the other's kernels
+    return StrCat(where, ": the sides run different kernels (", d.relation, ") in ", d.pairs.size(),
+                  d.pairs.size() == 1 ? " pair" : " pairs", ", ", d.instances,
+                  d.instances == 1 ? " instance" : " instances");
+  }
+  const std::string verdict =
+      StrCat(s.side_names[*d.fused_by], " runs it in fewer kernels (", d.relation, ")");
+  std::string extra;
+  for (const auto& [name, count] : d.extra_kernels) {
+    extra += StrCat(extra.empty() ? "" : ", ", name, " x", count);
+  }
+  return StrCat(where, ": ", verdict, " in ", d.pairs.size(),
+                d.pairs.size() == 1 ? " pair" : " pairs", ", ", d.instances,
+                d.instances == 1 ? " instance" : " instances", "; ",
+                s.side_names[Opposite(*d.fused_by)], "'s extra kernels (",
+                extra.empty() ? "none" : extra, ") take ", MillisOfMicros(d.extra_time_us), " ms");
+}
+
+std::string LinkedShareText(const MergeSummary& s, Side side) {
+  std::vector<std::pair<double, std::string>> shares;  // (share, pair), on the summary's side
+  for (const MergedPair& p : s.pairs) {
+    if (p.state != PairState::kComplete || !p.ops) continue;
+    shares.emplace_back(p.ops->LinkedShare(p.sides_swapped ? Opposite(side) : side), p.label);
+  }
+  if (shares.empty()) return StrCat(s.side_names[side], " none");
+  std::vector<double> values;
+  for (const auto& share : shares) values.push_back(share.first);
+  const auto lowest = std::min_element(
+      shares.begin(), shares.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return fmt::format("{} {:.1f}% median, lowest {:.1f}% ({})", s.side_names[side],
+                     100 * Median(values), 100 * lowest->first, FitMiddle(lowest->second, 16));
+}
 
 std::string TopOpportunityText(const MergedPair& p) {
   if (p.opportunities.empty()) return "none";
@@ -279,6 +367,13 @@ Json MergeJson(const MergeSummary& s) {
   j["straggler_threshold"] = s.straggler_threshold;
   j["ranks"] = RanksJson(s);
   j["stragglers"] = StragglersJson(s);
+  j["pairs_with_ops"] = s.pairs_with_ops;
+  j["fusion_differences"] = Json::array();
+  for (const OpFusionDifference& d : s.fusion_differences) {
+    j["fusion_differences"].push_back(FusionDifferenceJson(s, d));
+  }
+  j["ops"] = Json::array();
+  for (const OpTimes& o : s.ops) j["ops"].push_back(OpTimesJson(o));
   return j;
 }
 

@@ -4,11 +4,15 @@
 //   ranks        per side, its straggler (the first, if several) or none, in up to 2 lines
 //   categories   the 5 with the most kernel time on both sides (2 rows each: one per side)
 //   recurring    the 5 opportunities found in the most complete pairs
+//   by operator  only where pairs were compared --by-op: the share of kernel time linked to
+//                ops per side, the 2 fusion differences in the most pairs, the 2 ops whose
+//                summed times differ most (with it, the lists around show 3, 3, 4 and 3 rows)
 //   pairs        8 complete pairs, those whose kernel time differs most between the sides
 //                first (max(t1/t2, t2/t1), ties in pair order)
 //   problems     7 pairs that are not complete: failed, interrupted, never finished, missing
 // each followed by how many more there are and which format lists them all.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,26 +29,20 @@ namespace tracefuse {
 namespace {
 
 constexpr size_t kMaxColumns = 100;
-constexpr size_t kMaxCategories = 5;
-constexpr size_t kMaxRecurring = 5;
-constexpr size_t kMaxPairs = 8;
-constexpr size_t kMaxProblems = 7;
+// How many rows each list shows: with the section "By operator" (14 lines at most), fewer.
+struct Limits {
+  size_t categories, recurring, pairs, problems;
+};
+constexpr Limits kLimits{5, 5, 8, 7};
+constexpr Limits kLimitsBesideOps{3, 3, 4, 3};
+constexpr size_t kMaxOpRows = 2;         // fusion differences, and ops
 constexpr size_t kLabelWidth = 16;       // pair labels in tables and lists, cut beyond
 constexpr size_t kShortLabelWidth = 12;  // beside a number
 constexpr size_t kTypeWidth = 24;        // kernel types in lists
 
-// Fit() cuts `s` to `width` bytes by eliding its middle (at UTF-8 boundaries) as "...": labels
-// differ at the end ("llama-70b-tp8-run-3"), messages say what went wrong there.
-std::string Fit(std::string_view s, size_t width) {
-  if (s.size() <= width) return std::string(s);
-  if (width <= 3) return std::string(width, '.');
-  auto continuation = [&](size_t i) { return (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; };
-  size_t head = (width - 3) / 2;
-  size_t tail = s.size() - (width - 3 - head);
-  while (head > 0 && continuation(head)) --head;
-  while (tail < s.size() && continuation(tail)) ++tail;
-  return StrCat(s.substr(0, head), "...", s.substr(tail));
-}
+// Fit() cuts `s` to `width` bytes by eliding its middle: labels differ at the end
+// ("llama-70b-tp8-run-3"), messages say what went wrong there.
+std::string Fit(std::string_view s, size_t width) { return FitMiddle(s, width); }
 
 // Counted() is "1 pair", "2 pairs".
 std::string Counted(size_t n, std::string_view noun) {
@@ -67,7 +65,8 @@ using Row = std::vector<std::string>;
 // and differ in markup only.
 class MergePage {
  public:
-  MergePage(const MergeSummary& summary, bool markdown) : s_(summary), markdown_(markdown) {
+  MergePage(const MergeSummary& summary, bool markdown)
+      : s_(summary), markdown_(markdown), max_(s_.pairs_with_ops > 0 ? kLimitsBesideOps : kLimits) {
     for (const MergedPair& p : s_.pairs) {
       if (p.state == PairState::kComplete && p.has_report) complete_.push_back(&p);
     }
@@ -78,6 +77,7 @@ class MergePage {
     Ranks();
     Categories();
     RecurringOpportunities();
+    ByOperator();
     Pairs();
     Problems();
     return std::move(out_);
@@ -90,6 +90,8 @@ class MergePage {
   void Ranks();
   void Categories();
   void RecurringOpportunities();
+  void ByOperator();
+  std::string OpTimesLine(const OpTimes& o) const;
   void Pairs();
   Row PairRow(const MergedPair& p) const;
   void Problems();
@@ -131,6 +133,7 @@ class MergePage {
 
   const MergeSummary& s_;
   const bool markdown_;
+  const Limits max_;
   std::vector<const MergedPair*> complete_;
   std::string out_;
 };
@@ -224,7 +227,7 @@ void MergePage::Categories() {
     return StrCat(MillisOfMicros(us), " ", Fit(pair, kShortLabelWidth));
   };
   std::vector<Row> rows;
-  for (size_t i = 0; i < s_.categories.size() && i < kMaxCategories; ++i) {
+  for (size_t i = 0; i < s_.categories.size() && i < max_.categories; ++i) {
     const CategorySummary& c = s_.categories[i];
     for (Side side : kSides) {
       const SideStats& st = c.sides[side];
@@ -234,9 +237,9 @@ void MergePage::Categories() {
     }
   }
   Table(columns, rows);
-  if (s_.categories.size() > kMaxCategories) {
+  if (s_.categories.size() > max_.categories) {
     Note(fmt::format("... {} more categories: see --format json",
-                     s_.categories.size() - kMaxCategories),
+                     s_.categories.size() - max_.categories),
          true);
   }
 }
@@ -249,22 +252,64 @@ void MergePage::RecurringOpportunities() {
   size_t width = 0;
   for (const RecurringOpportunity& r : s_.recurring) width = std::max(width, r.kernel_type.size());
   width = std::min(width, kTypeWidth);
-  for (size_t i = 0; i < s_.recurring.size() && i < kMaxRecurring; ++i) {
+  for (size_t i = 0; i < s_.recurring.size() && i < max_.recurring; ++i) {
     const RecurringOpportunity& r = s_.recurring[i];
     Line(fmt::format("{}{:<{}}  fused by {} in {}, median ratio {}", Bullet(),
                      Fit(r.kernel_type, width), width, s_.side_names[r.fused_by],
                      Counted(r.pairs.size(), "pair"), RatioText(r.median_ratio)));
   }
-  if (s_.recurring.size() > kMaxRecurring) {
+  if (s_.recurring.size() > max_.recurring) {
     Line(fmt::format("{}... and {} more: see --format json", Bullet(),
-                     s_.recurring.size() - kMaxRecurring));
+                     s_.recurring.size() - max_.recurring));
   }
+}
+
+// The op-level findings of the pairs compared --by-op; nothing for a batch without them.
+void MergePage::ByOperator() {
+  if (s_.pairs_with_ops == 0) return;
+  Heading(fmt::format("By operator (over {} compared --by-op)",
+                      Counted(s_.pairs_with_ops, "complete pair")));
+  Wrapped(StrCat(Bullet(), "kernel time linked to ops: ", LinkedShareText(s_, Side::kTrace1), "; ",
+                 LinkedShareText(s_, Side::kTrace2)));
+  const size_t differences = s_.fusion_differences.size();
+  Line(fmt::format(
+      "{}fusion differences: {}", Bullet(),
+      differences == 0 ? std::string("none") : StrCat(differences, ", in the most pairs first")));
+  for (size_t i = 0; i < differences && i < kMaxOpRows; ++i) {
+    Wrapped(StrCat(Bullet(), "  ", FusionDifferenceText(s_, s_.fusion_differences[i], 32)));
+  }
+  if (differences > kMaxOpRows) {
+    Line(
+        fmt::format("{}  ... and {} more: see --format json, or csv --csv-table "
+                    "fusion_differences",
+                    Bullet(), differences - kMaxOpRows));
+  }
+  Line(StrCat(Bullet(), "ops whose summed times differ most (", s_.side_names[Side::kTrace1], " / ",
+              s_.side_names[Side::kTrace2], "):", s_.ops.empty() ? " none" : ""));
+  for (size_t i = 0; i < s_.ops.size() && i < kMaxOpRows; ++i) Line(OpTimesLine(s_.ops[i]));
+}
+
+// OpTimesLine() is an op's time on both sides over the pairs in one line, the op and its scope
+// cut to what the numbers leave: "aten::linear under .../Linear: 3.294 / 1.949 ms (AMD +1.345
+// ms) in 8 pairs".
+std::string MergePage::OpTimesLine(const OpTimes& o) const {
+  const Side slower = o.DeltaUs() >= 0 ? Side::kTrace1 : Side::kTrace2;
+  const std::string numbers =
+      StrCat(": ", MillisOfMicros(o.time_us[Side::kTrace1]), " / ",
+             MillisOfMicros(o.time_us[Side::kTrace2]), " ms (", s_.side_names[slower], " +",
+             MillisOfMicros(std::abs(o.DeltaUs())), " ms) in ", Counted(o.pairs, "pair"));
+  const std::string start = Bullet() + "  ";
+  const size_t room = kMaxColumns - std::min(kMaxColumns - 24, start.size() + numbers.size());
+  const std::string op = Fit(o.op, room / 2);
+  const std::string where =
+      o.scope.empty() ? op : StrCat(op, " under ", Fit(o.scope, room - op.size() - 7));
+  return StrCat(start, Fit(where, room), numbers);
 }
 
 // The complete pairs whose kernel time differs most between the sides.
 void MergePage::Pairs() {
   std::vector<const MergedPair*> shown = ByDisparity(s_);
-  if (shown.size() > kMaxPairs) shown.resize(kMaxPairs);
+  if (shown.size() > max_.pairs) shown.resize(max_.pairs);
   Heading(fmt::format("Pairs ({} of {} complete, largest kernel-time ratio either way first)",
                       shown.size(), complete_.size()));
   if (shown.empty()) return Note("No complete pair.", false);
@@ -308,14 +353,14 @@ void MergePage::Problems() {
   size_t width = 0;
   for (const MergedPair* p : problems) width = std::max(width, p->label.size());
   width = std::min(width, kLabelWidth);
-  for (size_t i = 0; i < problems.size() && i < kMaxProblems; ++i) {
+  for (size_t i = 0; i < problems.size() && i < max_.problems; ++i) {
     const std::string start =
         fmt::format("{}{:<{}}  ", Bullet(), Fit(problems[i]->label, width), width);
     Line(start + Fit(ProblemText(*problems[i]), kMaxColumns - start.size()));
   }
-  if (problems.size() > kMaxProblems) {
+  if (problems.size() > max_.problems) {
     Line(fmt::format("{}... and {} more: see --format csv/json", Bullet(),
-                     problems.size() - kMaxProblems));
+                     problems.size() - max_.problems));
   }
 }
 
