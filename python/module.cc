@@ -24,6 +24,7 @@
 #include "tracefuse/report/breakdown.h"
 #include "tracefuse/report/fusion.h"
 #include "tracefuse/report/json.h"
+#include "tracefuse/report/ops.h"
 #include "tracefuse/report/stats.h"
 
 namespace py = pybind11;
@@ -41,7 +42,7 @@ struct ExceptionTypes {
 ExceptionTypes exceptions;
 
 // What failed, which picks the exception class for a status that is not an I/O error.
-enum class Failed : uint8_t { kReadingTraces, kLoadingRules };
+enum class Failed : uint8_t { kReadingTraces, kLoadingRules, kLoadingGpuSpecs };
 
 // Raise() throws the Python exception for `status`: OSError with an errno for what the CLI exits 3
 // for, else the class of what failed. The message is the CLI's line without "tracefuse: error: ".
@@ -51,9 +52,10 @@ enum class Failed : uint8_t { kReadingTraces, kLoadingRules };
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kDataLoss:
     case absl::StatusCode::kUnimplemented: {
-      PyObject* type = failed == Failed::kLoadingRules ? exceptions.rule_set
-                       : IsUnsupportedTrace(status)    ? exceptions.unsupported
-                                                       : exceptions.malformed;
+      PyObject* type = failed == Failed::kLoadingRules      ? exceptions.rule_set
+                       : failed == Failed::kLoadingGpuSpecs ? PyExc_ValueError
+                       : IsUnsupportedTrace(status)         ? exceptions.unsupported
+                                                            : exceptions.malformed;
       PyErr_SetString(type, message.c_str());
       throw py::error_already_set();
     }
@@ -201,10 +203,11 @@ py::dict HashOrderDict(const FusionReport& report) {
   return dict;
 }
 
-// Compare() is compare's JSON text; with `hash_order`, the pair (JSON, HashOrderDict()).
+// Compare() is compare's JSON text; with `hash_order`, the pair (JSON, HashOrderDict()); with
+// `by_op`, as `compare --by-op`.
 py::object Compare(const std::string& trace1, const std::string& trace2, const std::string& ruleset,
                    uint32_t min_group_size, const std::string& label1, const std::string& label2,
-                   bool hash_order, bool name_only, const ReadOptions& read) {
+                   bool hash_order, bool name_only, bool by_op, const ReadOptions& read) {
   std::shared_ptr<const Classifier> classifier = Rules(ruleset);
   PipelineOptions options = Pipeline(read, /*keep_kernel_records=*/true);
   options.classify_by_launching_op = !name_only;
@@ -215,14 +218,17 @@ py::object Compare(const std::string& trace1, const std::string& trace2, const s
   compare.min_group_size = min_group_size;
   compare.label1 = label1;
   compare.label2 = label2;
+  compare.by_op = by_op;
   FusionOptions fusion;
   fusion.min_group_size = min_group_size;
   fusion.hash_order_inputs = hash_order;
+  const OpCompareOptions op_options;
   absl::StatusOr<Comparison> comparison;
   std::string json;
   {
     py::gil_scoped_release released;
-    comparison = CompareTraces(trace1, trace2, classifier, options, fusion);
+    comparison = CompareTraces(trace1, trace2, classifier, options, fusion,
+                               by_op ? &op_options : nullptr);
     if (comparison.ok()) {
       json = FusionJson(comparison->report, ComparisonContext(*comparison, compare),
                         JsonInfinity::kLiteral);
@@ -232,6 +238,49 @@ py::object Compare(const std::string& trace1, const std::string& trace2, const s
   if (!comparison.ok()) Raise(comparison.status(), Failed::kReadingTraces);
   if (!hash_order) return py::str(json);
   return py::make_tuple(json, HashOrderDict(comparison->report));
+}
+
+// OpsJsonText() is `ops --format json` of the two traces.
+std::string OpsJsonText(const std::string& trace1, const std::string& trace2,
+                        const std::string& ruleset, size_t top, uint32_t max_edit_distance,
+                        const std::string& label1, const std::string& label2,
+                        const std::string& gpu_spec, const ReadOptions& read) {
+  std::shared_ptr<const Classifier> classifier = Rules(ruleset);
+  std::optional<GpuSpecs> gpu_specs;
+  if (!gpu_spec.empty()) {
+    absl::StatusOr<GpuSpecs> loaded = LoadGpuSpecs(gpu_spec);
+    if (!loaded.ok()) Raise(loaded.status(), Failed::kLoadingGpuSpecs);
+    gpu_specs = std::move(*loaded);
+  }
+  // By kernel names alone, as `ops` classifies (its oracle does too).
+  PipelineOptions options = Pipeline(read, /*keep_kernel_records=*/true);
+  Progress progress(read.progress);
+  progress.Install(&options);
+  OpCompareOptions compare;
+  compare.top_instances = top;
+  compare.edit_cap = max_edit_distance;
+  if (gpu_specs) compare.gpu_specs = &*gpu_specs;
+  absl::StatusOr<OperatorComparison> c;
+  std::string json;
+  {
+    py::gil_scoped_release released;
+    c = CompareOperators(trace1, trace2, classifier, options, compare);
+    if (c.ok()) {
+      OpsContext context;
+      const PerSide<TraceProfile>& traces = c->traces;
+      context.traces = {{&traces[Side::kTrace1], &traces[Side::kTrace2]}};
+      context.labels =
+          ComparisonLabels(traces[Side::kTrace1], traces[Side::kTrace2], label1, label2);
+      context.top = top;
+      context.read_seconds = c->read_seconds;
+      context.analyze_seconds = c->analyze_seconds;
+      json = OpsJson(c->ops, context);
+    }
+  }
+  progress.Rethrow();
+  if (!c.ok()) Raise(c.status(), Failed::kReadingTraces);
+  json.pop_back();  // the newline that ends the file
+  return json;
 }
 
 std::string StatsJsonText(const std::string& path, const std::string& ruleset,
@@ -341,13 +390,26 @@ PYBIND11_MODULE(_core, m) {
       "compare_json",
       [](const std::string& t1, const std::string& t2, const std::string& ruleset,
          uint32_t min_group_size, const std::string& label1, const std::string& label2,
-         bool hash_order, bool name_only, int threads, bool lenient, uint64_t max_event_bytes,
-         py::object progress) {
+         bool hash_order, bool name_only, bool by_op, int threads, bool lenient,
+         uint64_t max_event_bytes, py::object progress) {
         return Compare(t1, t2, ruleset, min_group_size, label1, label2, hash_order, name_only,
-                       Read(threads, lenient, max_event_bytes, std::move(progress)));
+                       by_op, Read(threads, lenient, max_event_bytes, std::move(progress)));
       },
       py::arg("trace1"), py::arg("trace2"), py::arg("ruleset"), py::arg("min_group_size"),
       py::arg("label1"), py::arg("label2"), py::arg("hash_order"), py::arg("name_only"),
+      py::arg("by_op"), py::arg("threads"), py::arg("lenient"), py::arg("max_event_bytes"),
+      py::arg("progress"));
+  m.def(
+      "ops_json",
+      [](const std::string& t1, const std::string& t2, const std::string& ruleset, size_t top,
+         uint32_t max_edit_distance, const std::string& label1, const std::string& label2,
+         const std::string& gpu_spec, int threads, bool lenient, uint64_t max_event_bytes,
+         py::object progress) {
+        return OpsJsonText(t1, t2, ruleset, top, max_edit_distance, label1, label2, gpu_spec,
+                           Read(threads, lenient, max_event_bytes, std::move(progress)));
+      },
+      py::arg("trace1"), py::arg("trace2"), py::arg("ruleset"), py::arg("top"),
+      py::arg("max_edit_distance"), py::arg("label1"), py::arg("label2"), py::arg("gpu_spec"),
       py::arg("threads"), py::arg("lenient"), py::arg("max_event_bytes"), py::arg("progress"));
   m.def(
       "stats_json",

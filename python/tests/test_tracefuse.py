@@ -174,6 +174,63 @@ def test_compare_equals_the_clis_json(pair):
     assert [t["label"] for t in result["tracefuse"]["traces"]] == ["MI300X", "H100"]
 
 
+# Every pair in ../shared: the reference's golden cases and the real same-model pairs.
+REAL_PAIRS = [("tl_mi300_bert_small", "tl_h100_bert_small"),
+              ("tl_mi300_falconsai_nsfw", "tl_h100_falconsai_nsfw"),
+              ("tl_mi300_timesformer", "tl_h100_timesformer"),
+              ("tl_sp_qwen3_30b_a3b_mi300x_decode", "tl_sp_qwen3_30b_a3b_b300_decode")]
+SHARED_PAIRS = [(pathlib.Path(c) / "trace1.json.gz", pathlib.Path(c) / "trace2.json.gz")
+                for c in GOLDEN_CASES] + \
+    [(SHARED / "traces" / "real" / f"{a}.json.gz", SHARED / "traces" / "real" / f"{b}.json.gz")
+     for a, b in REAL_PAIRS if GOLDEN_CASES]
+OPS_TIMINGS = ("tracefuse.read_seconds", "tracefuse.analyze_seconds")
+
+
+@pytest.mark.parametrize("shared_pair", SHARED_PAIRS or [None],
+                         ids=[f"{p[0].parent.name}/{p[0].name}" for p in SHARED_PAIRS] or ["missing"])
+def test_ops_and_compare_by_op_equal_the_clis_json_on_every_shared_pair(shared_pair):
+    if shared_pair is None:
+        needs_shared()
+    trace1, trace2 = shared_pair
+    out, _err = cli("ops", trace1, trace2, "--format", "json")
+    result = tracefuse.ops(trace1, trace2, threads=2)
+    assert without(result, *OPS_TIMINGS) == without(json.loads(out), *OPS_TIMINGS)
+    out, _err = cli("compare", trace1, trace2, "--format", "json", "--by-op")
+    result = tracefuse.compare(trace1, trace2, by_op=True, threads=2)
+    assert "fusion_differences" in result["tracefuse"]
+    assert without(sanitized(result), *TIMINGS) == without(json.loads(out), *TIMINGS)
+
+
+@pytest.fixture(scope="session")
+def eager_pair(work):
+    """A generated eager pair with planted fusion differences (no ../shared needed)."""
+    paths = [work / "eager.1.json", work / "eager.2.json"]
+    subprocess.run([GEN, "--eager", "--platform", "amd", "--seed", "5", "--steps", "3",
+                    "-o", str(paths[0]), "--pair-output", str(paths[1])], check=True)
+    return paths
+
+
+def test_ops_takes_the_clis_options(eager_pair, work):
+    out, _err = cli("ops", *eager_pair, "--format", "json", "--top", 3, "--label1", "A",
+                    "--label2", "B", "--max-edit-distance", 50, "--ruleset", "wafer-op")
+    result = tracefuse.ops(*eager_pair, top=3, labels=("A", "B"), max_edit_distance=50,
+                           ruleset="wafer-op")
+    assert without(result, *OPS_TIMINGS) == without(json.loads(out), *OPS_TIMINGS)
+    assert result["schema"] == "tracefuse.ops/1" and result["fusion_differences"]
+    assert [t["label"] for t in result["traces"]] == ["A", "B"] and len(result["top_instances"]) == 3
+    out, _err = cli("compare", *eager_pair, "--format", "json", "--by-op")
+    by_op = tracefuse.compare(*eager_pair, by_op=True)
+    assert by_op["tracefuse"]["fusion_differences"] == json.loads(out)["tracefuse"]["fusion_differences"]
+    assert "fusion_differences" not in tracefuse.compare(*eager_pair)["tracefuse"]
+    spec = write(work, "bad_gpus.yaml", "gpus: [\n")
+    message = cli_error("ops", *eager_pair, "--gpu-spec", spec, expect=2)
+    with pytest.raises(ValueError) as raised:
+        tracefuse.ops(*eager_pair, gpu_spec=spec)
+    assert str(raised.value) == message
+    with pytest.raises(FileNotFoundError):
+        tracefuse.ops(*eager_pair, gpu_spec=work / "missing.yaml")
+
+
 def test_stats_and_breakdown_equal_the_clis_json(pair):
     timings = ("elapsed_seconds", "gb_per_second", "cpu_seconds")
     out, _err = cli("stats", pair[0], "--format", "json")

@@ -34,6 +34,7 @@ from ._core import (
 __all__ = [
     "analyze_fusion_differences",
     "compare",
+    "ops",
     "stats",
     "breakdown",
     "classify",
@@ -92,9 +93,19 @@ def _read_options(threads, lenient, max_event_bytes, progress):
     return threads, bool(lenient), max_event_bytes, progress
 
 
+def _labels(labels):
+    """None, or a pair of str, as _core takes them."""
+    if labels is None:
+        return ("", "")
+    if (not isinstance(labels, (tuple, list)) or len(labels) != 2
+            or not all(isinstance(label, str) for label in labels)):
+        raise TypeError("labels must be None or a pair of str")
+    return tuple(labels)
+
+
 def compare(trace1, trace2, ruleset="tracefuse", min_group_size=50, threads=None, labels=None,
             *, lenient=False, max_event_bytes=_core.DEFAULT_MAX_EVENT_BYTES, progress=None,
-            name_only=False):
+            name_only=False, by_op=False):
     """The fusion comparison of two traces: `tracefuse compare --format json` as a dict.
 
     The reference's keys (metadata, global_counts, fusion_opportunities, fusion_mappings) with
@@ -108,15 +119,37 @@ def compare(trace1, trace2, ruleset="tracefuse", min_group_size=50, threads=None
     an exception it raises stops nothing but is raised once the traces are read.
     name_only: as --name-only, kernels no rule names stay unclassified rather than take the
     category of the op that launched them.
+    by_op: as --by-op, also read the CPU side and align the operators: "tracefuse" then holds
+    the fusion differences of eager traces and graph replays ("fusion_differences") and each
+    kernel type's achieved TFLOP/s ("achieved_by_type").
     """
-    if labels is None:
-        labels = ("", "")
-    elif (not isinstance(labels, (tuple, list)) or len(labels) != 2
-          or not all(isinstance(label, str) for label in labels)):
-        raise TypeError("labels must be None or a pair of str")
+    labels = _labels(labels)
     text = _core.compare_json(
         _path(trace1, "trace1"), _path(trace2, "trace2"), _ruleset(ruleset),
         _int(min_group_size, "min_group_size", 1), labels[0], labels[1], False, bool(name_only),
+        bool(by_op), *_read_options(threads, lenient, max_event_bytes, progress))
+    return _json.loads(text)
+
+
+def ops(trace1, trace2, ruleset="tracefuse", top=20, threads=None, labels=None, *,
+        lenient=False, max_event_bytes=_core.DEFAULT_MAX_EVENT_BYTES, progress=None,
+        max_edit_distance=2000, gpu_spec=None):
+    """The op-level comparison of two traces: `tracefuse ops --format json` as a dict (schema
+    "tracefuse.ops/1"): each trace with the kernel time linked to ops and its peaks, every op row
+    (op and module scope, matched or not, each side's kernels and time, the perf models' rates),
+    the unmatched groups, the `top` instances that differ most, the ops furthest from peak, the
+    fusion differences and the achieved TFLOP/s by kernel type.
+
+    labels, threads, lenient, progress: as for compare().
+    max_edit_distance: as --max-edit-distance (per step).
+    gpu_spec: as --gpu-spec, a peak table (YAML) used instead of the built-in one; a file that
+    does not load raises ValueError (OSError when it cannot be read).
+    """
+    labels = _labels(labels)
+    text = _core.ops_json(
+        _path(trace1, "trace1"), _path(trace2, "trace2"), _ruleset(ruleset), _int(top, "top", 1),
+        _int(max_edit_distance, "max_edit_distance", 1), labels[0], labels[1],
+        "" if gpu_spec is None else _path(gpu_spec, "gpu_spec"),
         *_read_options(threads, lenient, max_event_bytes, progress))
     return _json.loads(text)
 
@@ -233,7 +266,7 @@ def analyze_fusion_differences(trace1_path=None, trace2_path=None, min_group_siz
         raise TypeError("analyze_fusion_differences() needs two trace paths")
     text, hash_order = _core.compare_json(
         _path(trace1_path, "trace1_path"), _path(trace2_path, "trace2_path"), "wafer-kernel",
-        _int(min_group_size, "min_group_size", 1), "", "", True, True,
+        _int(min_group_size, "min_group_size", 1), "", "", True, True, False,
         *_read_options(None, False, _core.DEFAULT_MAX_EVENT_BYTES, None))
     result = _json.loads(text)
     del result["tracefuse"]

@@ -65,7 +65,8 @@ absl::Status WriteComparison(const Comparison& comparison, const CompareOptions&
 
 // WriteOpComparison() writes the op comparison of a comparison made with `by_op` as `tracefuse
 // ops --format json` writes it with the same rule set and labels (its other options at their
-// defaults), to `path`; errors as WriteComparison()'s.
+// defaults; its kernels classified as the comparison's: by launching op too, unless
+// PipelineOptions say name only), to `path`; errors as WriteComparison()'s.
 absl::Status WriteOpComparison(const Comparison& comparison, const CompareOptions& options,
                                const std::string& path, int* exit_code);
 

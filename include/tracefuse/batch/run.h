@@ -4,7 +4,8 @@
 // Per pair, DIR holds `<label>.json` (exactly what `compare --format json` writes with the same
 // options), one more report per other requested format (`<label>.md`, `.txt`, `.csv`),
 // `<label>.status.json` and, for a pair compared --by-op, `<label>.ops.json` (what `tracefuse ops
-// --format json` writes with the same rule set and labels). Every file is written atomically
+// --format json` writes with the same rule set and labels; but kernels that no rule names take
+// the category of their launching op, as in compare, unless --name-only). Every file is written atomically
 // (temporary file, then rename); a pair that runs first removes its earlier reports, so the
 // directory never mixes two runs of a pair.
 //

@@ -30,6 +30,8 @@ struct OpsContext {
 // WriteOpsJson() streams the whole comparison (every row and group; the top instances) to `out`,
 // schema "tracefuse.ops/1", as Python's json.dumps(indent=2) would write it.
 absl::Status WriteOpsJson(const OpComparison& ops, const OpsContext& context, OutputFile* out);
+// OpsJson() is WriteOpsJson()'s document as a string (what the Python module parses).
+std::string OpsJson(const OpComparison& ops, const OpsContext& context);
 
 // OpsText() is the report for people: the traces and how much of their kernel time is linked to
 // an op, the ops that differ most, the instances that differ most with their kernels, the ops

@@ -184,10 +184,10 @@ absl::Status ArrayJson(const char* key, const std::vector<T>& items, WriteOne wr
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status WriteOpsJson(const OpComparison& ops, const OpsContext& context, OutputFile* sink) {
-  std::string out;
+// OpsJsonTo() writes the comparison to `sink`, or to `out` without one.
+absl::Status OpsJsonTo(const OpComparison& ops, const OpsContext& context, OutputFile* sink,
+                       std::string* out_text) {
+  std::string& out = *out_text;
   PyJsonWriter w(&out, sink);
   // One line per trace, row, group and instance: a comparison of multi-gigabyte traces has tens
   // of thousands of them, and a line each keeps the file small and easy to grep.
@@ -221,7 +221,20 @@ absl::Status WriteOpsJson(const OpComparison& ops, const OpsContext& context, Ou
   w.EndObject();
   w.EndObject();
   out += '\n';
-  return sink->Append(out);
+  return sink != nullptr ? sink->Append(out) : absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteOpsJson(const OpComparison& ops, const OpsContext& context, OutputFile* sink) {
+  std::string out;
+  return OpsJsonTo(ops, context, sink, &out);
+}
+
+std::string OpsJson(const OpComparison& ops, const OpsContext& context) {
+  std::string out;
+  OpsJsonTo(ops, context, nullptr, &out).IgnoreError();  // without a sink, nothing fails
+  return out;
 }
 
 }  // namespace tracefuse
