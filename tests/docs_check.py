@@ -12,6 +12,10 @@ Fails, naming the file and line of each problem, when
   - a subcommand that `TRACEFUSE --help` lists has no row in the README's command table (the table
     whose header starts with "command"; a row names its command as `tracefuse NAME ...` in its
     first cell), or the table has a row for a command that --help does not list;
+  - a command written out in a page (`tracefuse CMD ...` in a code block or code span, with the
+    lines of a usage block that continue it) gives an option that `TRACEFUSE CMD --help` does not
+    list, or a value that the option's list of values lacks (`--format json`, `--format
+    text|json|csv`, `--csv-table=ops`; placeholders in capitals are not checked);
   - a folder of the code (under src/ or include/tracefuse/, holding files) is missing from the tree
     of docs/architecture.md (its section "The tree"), a folder of src/ from the tree of
     CONTRIBUTING.md, or a tree names a folder that does not exist.
@@ -187,6 +191,71 @@ def check_commands(repo, readme, tracefuse, problems):
                             f"'{os.path.basename(tracefuse)} --help'")
 
 
+HELP_OPTION = re.compile(r'^  (?:-\w,)?(--[a-z][\w-]*)(?:\{[^}]*\})?(?:\s+(\S+))?', re.M)
+
+
+def command_options(tracefuse, command):
+    """{option: its values (a set), or None where any value goes} of `tracefuse COMMAND --help`
+    (`command`: its words, "bench classify")."""
+    text = subprocess.run([tracefuse, *command.split(), '--help'], capture_output=True, text=True,
+                          check=True).stdout
+    options = {}
+    for m in HELP_OPTION.finditer(text):
+        values = re.search(r':\{([^}]*)\}', m.group(2) or '')
+        options[m.group(1)] = set(values.group(1).split(',')) if values else None
+    return options
+
+
+def command_lines(path):
+    """(line number, text) of each command written out in `path`: `tracefuse CMD ...` to the end
+    of its line or code span, joined with the usage lines that continue it ("    [--x]")."""
+    lines = open(path, encoding='utf-8').read().split('\n')
+    out = []
+    for i, line in enumerate(lines):
+        for m in re.finditer(r'(?<![\w/-])tracefuse ([a-z][a-z-]*)([^`]*)', line):
+            text = m.group(0)
+            j = i + 1
+            while j < len(lines) and re.match(r'^\s{8,}\[', lines[j]):
+                text += ' ' + lines[j].strip()
+                j += 1
+            out.append((i + 1, text))
+    return out
+
+
+def check_command_lines(repo, pages, tracefuse, problems):
+    listed = set(subcommands(tracefuse))
+    known = {}
+    for page in pages:
+        for number, text in command_lines(page):
+            tokens = text.replace('[', ' ').replace(']', ' ').split()
+            command = tokens[1]
+            if command not in listed:
+                continue
+            if command == 'bench' and len(tokens) > 2 and not tokens[2].startswith('-'):
+                command += ' ' + tokens[2]  # its own subcommand, with its own options
+            if command not in known:
+                known[command] = command_options(tracefuse, command)
+            options = known[command]
+            where = f'{os.path.relpath(page, repo)}:{number}'
+            for k, token in enumerate(tokens[2:], 2):
+                if not token.startswith('--'):
+                    continue
+                name, _, value = token.partition('=')
+                name = name.rstrip('.,;:)\'"')
+                if name not in options:
+                    problems.append(f'{where}: `tracefuse {command}` has no option {name}')
+                    continue
+                if options[name] is None:
+                    continue
+                if not value and k + 1 < len(tokens):
+                    value = tokens[k + 1]
+                for v in re.split(r'[|,]', value.rstrip('.;:)\'"')):
+                    if v and not v.startswith('-') and not re.search(r'[A-Z]', v) \
+                            and v not in options[name]:
+                        problems.append(f'{where}: `tracefuse {command} {name}` takes no '
+                                        f"value '{v}' (of: {', '.join(sorted(options[name]))})")
+
+
 FOLDER = re.compile(r'(?<![\w/.-])((?:src|include/tracefuse)/(?:[a-z0-9_-]+/)+)')
 
 
@@ -246,6 +315,7 @@ def main():
     graph = check_links(repo, pages, problems)
     check_reachable(repo, readme, docs_files, graph, problems)
     check_commands(repo, readme, tracefuse, problems)
+    check_command_lines(repo, pages, tracefuse, problems)
     check_trees(repo, problems)
     for p in problems:
         print(f'docs_check: {p}')
