@@ -3,6 +3,7 @@ same stage libraries as the command line) and installs it beside python/tracefus
 
 Nothing is downloaded: CMake, Ninja, the compiler and every library come from Debian
 (scripts/setup). Use `pip install --no-build-isolation .`: build isolation would fetch setuptools.
+Any Python 3.9 or later builds it (a venv, pyenv, conda), as long as CMake can find its headers.
 """
 import os
 import pathlib
@@ -17,6 +18,33 @@ from setuptools.command.build_ext import build_ext
 ROOT = pathlib.Path(__file__).resolve().parent
 VERSION = re.search(r"project\(tracefuse VERSION ([0-9.]+)",
                     (ROOT / "CMakeLists.txt").read_text())[1]
+
+
+def wheel_command():
+    """The command that builds a wheel (pip calls it, also for a package's metadata): setuptools'
+    own from 70.1, else the `wheel` package's, else that of Debian's python3-wheel (pure Python,
+    installed by scripts/setup for /usr/bin/python3), which a venv or another interpreter does
+    not see: its folder is then searched after this interpreter's own. Without any, one line
+    says what to install, before anything is built."""
+    try:
+        from setuptools.command.bdist_wheel import bdist_wheel
+        return bdist_wheel
+    except ImportError:
+        pass
+    debian = "/usr/lib/python3/dist-packages"
+    for extra in ([], [debian]):
+        if extra and not os.path.isfile(os.path.join(debian, "wheel", "bdist_wheel.py")):
+            continue
+        sys.path.extend(extra)
+        try:
+            from wheel.bdist_wheel import bdist_wheel
+            return bdist_wheel
+        except ImportError:
+            for path in extra:
+                sys.path.remove(path)
+    sys.exit(f"error: building tracefuse for {sys.executable} needs the package wheel (or "
+             "setuptools 70.1 or later): install it into that Python (python -m pip install "
+             "wheel), or build with /usr/bin/python3 -m pip install --no-build-isolation .")
 
 
 class CMakeBuild(build_ext):
@@ -42,7 +70,7 @@ setup(
     package_dir={"": "python"},
     packages=["tracefuse"],
     ext_modules=[Extension("tracefuse._core", sources=[])],
-    cmdclass={"build_ext": CMakeBuild},
+    cmdclass={"build_ext": CMakeBuild, "bdist_wheel": wheel_command()},
     options={"build": {"build_base": "build-pip"}},
     zip_safe=False,
 )

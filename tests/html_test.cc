@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "profile_builder.h"
+#include "report/common/formatting.h"
 #include "report/fusion/view.h"
 #include "test_util.h"
 #include "tracefuse/analyze/op_compare.h"
@@ -36,6 +37,21 @@ size_t Count(const std::string& haystack, const std::string& needle) {
        at = haystack.find(needle, at + 1))
     ++n;
   return n;
+}
+
+// A rate below 0.01 TFLOP/s or TB/s reads in GFLOP/s or GB/s, never "0.00" (every format).
+TEST(RateText, SmallRatesReadInGigaNeverAsZero) {
+  EXPECT_EQ(FlopRateText(41.24), "41.2 TFLOP/s");
+  EXPECT_EQ(FlopRateText(0.123), "0.1 TFLOP/s");
+  EXPECT_EQ(FlopRateText(0.0456), "0.05 TFLOP/s");
+  EXPECT_EQ(FlopRateText(0.00456), "4.56 GFLOP/s");
+  EXPECT_EQ(FlopRateText(0.0000123), "0.0123 GFLOP/s");
+  EXPECT_EQ(ByteRateText(1.234), "1.23 TB/s");
+  EXPECT_EQ(ByteRateText(0.0123), "0.01 TB/s");
+  EXPECT_EQ(ByteRateText(0.00123), "1.23 GB/s");
+  EXPECT_EQ(FlopRateCell(12.34), "12.3");
+  EXPECT_EQ(FlopRateCell(0.0123), "0.01");
+  EXPECT_EQ(FlopRateCell(0.00123), "1.23 GFLOP/s");
 }
 
 TEST(HtmlEscaped, EscapesTheFiveMarkupCharacters) {

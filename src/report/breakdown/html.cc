@@ -45,7 +45,7 @@ class BreakdownHtmlPage {
   std::string TflopsCell(const CategoryBreakdown& c) const {
     if (work_ == nullptr) return "";
     const std::optional<double> tflops = CategoryTflops(work_, c.category);
-    return tflops ? fmt::format("<td class=\"tflops n\">{:.1f}</td>", *tflops)
+    return tflops ? fmt::format("<td class=\"tflops n\">{}</td>", FlopRateCell(*tflops))
                   : "<td class=\"tflops n\"></td>";
   }
 

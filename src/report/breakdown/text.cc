@@ -37,7 +37,7 @@ std::string BreakdownText(const TraceProfile& p, size_t top,
     fmt::format_to(std::back_inserter(out), "  {:<{}}  {:>10}  {:>12.3f}  {:>6.1f}%  {:>10.2f}{}\n",
                    p.category_name(c.category), width, Thousands(c.count), Millis(c.time_ns),
                    100 * Share(c.time_ns, total), AverageMicros(c),
-                   tflops ? fmt::format("  {:>9.1f}", *tflops) : "");
+                   tflops ? fmt::format("  {:>9}", FlopRateCell(*tflops)) : "");
   }
   if (work != nullptr) out += StrCat("  ", kTflopsNote, "\n");
   const CategoryId other = UnclassifiedCategory(p);

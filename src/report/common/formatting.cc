@@ -109,14 +109,34 @@ std::string PeakSentence(const OpTraceSummary& trace) {
   return out;
 }
 
+namespace {
+
+// RateText() is `rate` in `unit` (T...), one decimal from 0.1, two from 0.01, else in G... to
+// three significant digits; `with_unit` false leaves the T unit out.
+std::string RateText(double rate, std::string_view unit, bool with_unit) {
+  const std::string_view suffix = with_unit ? unit : std::string_view();
+  const char* space = with_unit ? " " : "";
+  if (rate >= 0.1 || rate <= 0) return fmt::format("{:.1f}{}{}", rate, space, suffix);
+  if (rate >= 0.01) return fmt::format("{:.2f}{}{}", rate, space, suffix);
+  return fmt::format("{:.3g} G{}", rate * 1000, unit.substr(1));
+}
+
+}  // namespace
+
+std::string FlopRateText(double tflops_per_s) { return RateText(tflops_per_s, "TFLOP/s", true); }
+std::string ByteRateText(double tb_per_s) {
+  return tb_per_s >= 0.01 ? fmt::format("{:.2f} TB/s", tb_per_s) : RateText(tb_per_s, "TB/s", true);
+}
+std::string FlopRateCell(double tflops_per_s) { return RateText(tflops_per_s, "TFLOP/s", false); }
+
 std::string AchievedText(const OpRow& row, Side side, const std::optional<GpuPeak>& peak) {
   const WorkTotals& work = row.work[side];
   const Achieved a = AchievedOf(work, row.sides[side].time_ns, peak ? &*peak : nullptr);
   std::string out;
   if (a.tflops_per_s) {
-    out = fmt::format("{:.1f} TFLOP/s", *a.tflops_per_s);
+    out = FlopRateText(*a.tflops_per_s);
   } else if (a.tb_per_s) {
-    out = fmt::format("{:.2f} TB/s", *a.tb_per_s);
+    out = ByteRateText(*a.tb_per_s);
   } else {
     return out;
   }

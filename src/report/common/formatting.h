@@ -53,6 +53,15 @@ std::string HumanBytes(uint64_t bytes);
 // RatioText() is a ratio as "1.25x", or "inf" for the reference's float('inf').
 std::string RatioText(double ratio);
 
+// FlopRateText() and ByteRateText() are rates given in TFLOP/s and TB/s as people read them:
+// "12.3 TFLOP/s", "0.04 TFLOP/s", "1.23 TB/s"; below 0.01 in GFLOP/s or GB/s, to three
+// significant digits ("4.56 GFLOP/s", "0.0123 GB/s"), never "0.00".
+std::string FlopRateText(double tflops_per_s);
+std::string ByteRateText(double tb_per_s);
+// FlopRateCell() is a rate in a column headed "TFLOP/s": "12.3", "0.04"; below 0.01 with its
+// unit, "4.56 GFLOP/s".
+std::string FlopRateCell(double tflops_per_s);
+
 // CsvNumber() is a number in full precision (shortest round trip), "inf" for an infinite ratio.
 std::string CsvNumber(double v);
 

@@ -348,7 +348,7 @@ class AchievedSection : Page {
       PerSide<std::string> cells;
       for (Side side : kSides) {
         const std::optional<double> tflops = t.work[side].tflops_per_s();
-        cells[side] = tflops ? fmt::format("{:.1f}", *tflops) : "-";
+        cells[side] = tflops ? FlopRateCell(*tflops) : "-";
       }
       Line(markdown_
                ? fmt::format("| {} | {} | {} |", t.type, cells[Side::kTrace1], cells[Side::kTrace2])
