@@ -227,8 +227,8 @@ py::object Compare(const std::string& trace1, const std::string& trace2, const s
   std::string json;
   {
     py::gil_scoped_release released;
-    comparison = CompareTraces(trace1, trace2, classifier, options, fusion,
-                               by_op ? &op_options : nullptr);
+    comparison =
+        CompareTraces(trace1, trace2, classifier, options, fusion, by_op ? &op_options : nullptr);
     if (comparison.ok()) {
       json = FusionJson(comparison->report, ComparisonContext(*comparison, compare),
                         JsonInfinity::kLiteral);
@@ -250,7 +250,7 @@ std::string OpsJsonText(const std::string& trace1, const std::string& trace2,
   if (!gpu_spec.empty()) {
     absl::StatusOr<GpuSpecs> loaded = LoadGpuSpecs(gpu_spec);
     if (!loaded.ok()) Raise(loaded.status(), Failed::kLoadingGpuSpecs);
-    gpu_specs = std::move(*loaded);
+    gpu_specs = WithBuiltinGpuSpecs(*std::move(loaded));
   }
   // By kernel names alone, as `ops` classifies (its oracle does too).
   PipelineOptions options = Pipeline(read, /*keep_kernel_records=*/true);

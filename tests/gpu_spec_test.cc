@@ -2,6 +2,7 @@
 // traces carry, and the errors of ParseGpuSpecs() and LoadGpuSpecs().
 #include "tracefuse/analyze/gpu_spec.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -269,6 +270,41 @@ TEST(LoadGpuSpecs, ReadsAFileAndNamesItInErrors) {
   absl::Status st = LoadGpuSpecs(missing).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(st.message(), missing + ": cannot open GPU spec file: No such file or directory");
+}
+
+// --gpu-spec FILE adds its rows to the built-in table, each replacing the built-in row of its
+// name; the GPUs it does not name keep their built-in peaks.
+TEST(WithBuiltinGpuSpecs, AddsRowsAndReplacesTheBuiltinRowOfTheirName) {
+  absl::StatusOr<GpuSpecs> mine = ParseGpuSpecs(R"(gpus:
+  - name: H100 SXM
+    match: ["nvidia h100 80gb"]
+    source: our measurement
+    tflops: {bf16: 700}
+    hbm_tb_per_s: 3.0
+  - name: Radeon RX 7900 XTX
+    match: ["radeon rx 7900 xtx"]
+    source: ours too
+    tflops: {fp16: 122.8}
+)",
+                                                "mine.yaml");
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  const GpuSpecs specs = WithBuiltinGpuSpecs(*mine);
+  EXPECT_EQ(specs.gpus.size(), BuiltinGpuSpecs().gpus.size() + 1);
+  EXPECT_EQ(std::count_if(specs.gpus.begin(), specs.gpus.end(),
+                          [](const GpuPeak& g) { return g.name == "H100 SXM"; }),
+            1);
+  const GpuPeak* h100 = FindGpu(specs, "NVIDIA H100 80GB HBM3");
+  ASSERT_NE(h100, nullptr);
+  EXPECT_EQ(h100->source, "our measurement");
+  EXPECT_EQ(h100->Tflops(DType::kBf16), 700);
+  EXPECT_EQ(h100->Tflops(DType::kFp32), std::nullopt);  // a row replaces a row, figure and all
+  const GpuPeak* radeon = FindGpu(specs, "AMD Radeon RX 7900 XTX");
+  ASSERT_NE(radeon, nullptr);
+  EXPECT_EQ(radeon->name, "Radeon RX 7900 XTX");
+  const GpuPeak* mi300 = FindGpu(specs, "AMD Instinct MI300X VF");
+  ASSERT_NE(mi300, nullptr);
+  EXPECT_EQ(mi300->name, "MI300X");  // not in the file: the built-in row
+  EXPECT_EQ(mi300->Tflops(DType::kBf16), 1307.4);
 }
 
 TEST(DTypeName, NamesTheTableKeys) {

@@ -222,6 +222,16 @@ def test_ops_takes_the_clis_options(eager_pair, work):
     by_op = tracefuse.compare(*eager_pair, by_op=True)
     assert by_op["tracefuse"]["fusion_differences"] == json.loads(out)["tracefuse"]["fusion_differences"]
     assert "fusion_differences" not in tracefuse.compare(*eager_pair)["tracefuse"]
+    # --gpu-spec adds and replaces rows by name: H100 SXM is ours, the MI300X keeps its row.
+    spec = write(work, "gpus.yaml", "gpus:\n  - name: H100 SXM\n    match: [\"nvidia h100\"]\n"
+                 "    source: our measurement\n    tflops: {bf16: 700}\n")
+    out, _err = cli("ops", *eager_pair, "--format", "json", "--gpu-spec", spec)
+    result = tracefuse.ops(*eager_pair, gpu_spec=spec)
+    assert without(result, *OPS_TIMINGS) == without(json.loads(out), *OPS_TIMINGS)
+    peaks = [t["peak"] for t in result["traces"]]
+    assert [(p["name"], p["source"]) for p in peaks][1] == ("H100 SXM", "our measurement")
+    assert peaks[1]["bf16_tflops"] == 700 and peaks[1]["fp32_tflops"] is None
+    assert peaks[0]["name"] == "MI300X" and peaks[0]["bf16_tflops"] == 1307.4
     spec = write(work, "bad_gpus.yaml", "gpus: [\n")
     message = cli_error("ops", *eager_pair, "--gpu-spec", spec, expect=2)
     with pytest.raises(ValueError) as raised:

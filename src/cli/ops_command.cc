@@ -27,7 +27,7 @@ int RunOps(const OpsArgs& a) {
   if (!a.gpu_spec.empty()) {
     absl::StatusOr<GpuSpecs> loaded = LoadGpuSpecs(a.gpu_spec);
     if (!loaded.ok()) return Fail(loaded.status(), ExitCodeFor(loaded.status(), kExitUsage));
-    gpu_specs = std::move(*loaded);
+    gpu_specs = WithBuiltinGpuSpecs(*std::move(loaded));
   }
   PipelineOptions options = a.pipeline;
   std::unique_ptr<ProgressLine> progress = ProgressLine::Start(a.progress, &options);
@@ -82,8 +82,9 @@ CLI::App* Declare(CLI::App* app, OpsArgs* a) {
                   "and scope in order instead of aligning the sequences")
       ->capture_default_str();
   cmd->add_option("--gpu-spec", a->gpu_spec,
-                  "GPU peak table (YAML, the layout of data/gpus.yaml) to use instead of the "
-                  "built-in one for percent of peak");
+                  "GPU peaks (YAML, the layout of data/gpus.yaml) for percent of peak: its rows "
+                  "are added to the built-in table, each replacing the built-in row of its name, "
+                  "and are matched first");
   AddTraceOptions(cmd, &a->output, &a->ruleset, &a->pipeline);
   AddProgressOption(cmd, &a->progress);
   cmd->add_option("--label1", a->label1, "name for trace 1 (default: its platform)");

@@ -1,6 +1,7 @@
 // Library tracefuse_analyze: GPU peaks as data. data/gpus.yaml (embedded at build time) lists, per
 // GPU, its dense peak TFLOP/s per element type and its memory bandwidth, each row citing the
-// vendor's datasheet; `--gpu-spec FILE` replaces it with a user's file of the same layout.
+// vendor's datasheet; `--gpu-spec FILE` adds a user's rows (a file of the same layout) to it,
+// each replacing the built-in row of its name.
 // Traces name their GPU in deviceProperties[].name ("NVIDIA H100 80GB HBM3", "AMD Instinct
 // MI300X VF"); FindGpu() matches such a name to a row.
 #ifndef TRACEFUSE_ANALYZE_GPU_SPEC_H_
@@ -55,6 +56,12 @@ absl::StatusOr<GpuSpecs> ParseGpuSpecs(std::string_view yaml, const std::string&
 // LoadGpuSpecs() reads the peak table at `path` (`--gpu-spec FILE`); NotFound when it cannot be
 // opened.
 absl::StatusOr<GpuSpecs> LoadGpuSpecs(const std::string& path);
+
+// WithBuiltinGpuSpecs() is the built-in table under `rows` (`--gpu-spec FILE`): the rows of
+// `rows` first, in their order, so that FindGpu() tries them first, then each built-in row whose
+// name none of them has. A user's row thus replaces the built-in row of its name, and adds a GPU
+// the table lacks.
+GpuSpecs WithBuiltinGpuSpecs(GpuSpecs rows);
 
 // FindGpu() is the first row of `specs` one of whose `match` strings is a substring of
 // `device_name` lower-cased, a trailing " VF" (an SR-IOV virtual function) removed; nullptr for

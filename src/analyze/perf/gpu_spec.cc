@@ -234,6 +234,15 @@ const GpuSpecs& BuiltinGpuSpecs() {
   return *kBuiltin;
 }
 
+GpuSpecs WithBuiltinGpuSpecs(GpuSpecs rows) {
+  for (const GpuPeak& builtin : BuiltinGpuSpecs().gpus) {
+    const bool replaced = std::any_of(rows.gpus.begin(), rows.gpus.end(),
+                                      [&](const GpuPeak& row) { return row.name == builtin.name; });
+    if (!replaced) rows.gpus.push_back(builtin);
+  }
+  return rows;
+}
+
 const GpuPeak* FindGpu(const GpuSpecs& specs, std::string_view device_name) {
   std::string name = AsciiLower(device_name);
   constexpr std::string_view kVirtualFunction = " vf";
