@@ -54,6 +54,25 @@ TEST(RateText, SmallRatesReadInGigaNeverAsZero) {
   EXPECT_EQ(FlopRateCell(0.00123), "1.23 GFLOP/s");
 }
 
+// Two ops' scopes that ShortScope() would shorten alike are lengthened until they differ; a
+// scope no other collides with keeps its last two modules.
+TEST(DistinctShortScopes, LengthensOnlyTheScopesThatWouldReadAlike) {
+  const std::string text = "Owlv2Model/Owlv2TextTransformer/Owlv2Encoder/Owlv2Attention";
+  const std::string vision = "Owlv2Model/Owlv2VisionTransformer/Owlv2Encoder/Owlv2Attention";
+  const std::string head = "Owlv2Model/Owlv2ClassHead/Linear";
+  const std::map<std::string, std::string> shown =
+      DistinctShortScopes({text, vision, head, text, "Linear", ""});
+  EXPECT_EQ(ShortScope(text), ShortScope(vision));  // what the reports showed before
+  EXPECT_EQ(shown.at(text), "…/Owlv2TextTransformer/Owlv2Encoder/Owlv2Attention");
+  EXPECT_EQ(shown.at(vision), "…/Owlv2VisionTransformer/Owlv2Encoder/Owlv2Attention");
+  EXPECT_EQ(shown.at(head), "…/Owlv2ClassHead/Linear");
+  EXPECT_EQ(shown.at("Linear"), "Linear");
+  EXPECT_EQ(shown.at(""), "");
+  // Identical paths up to the root: each shown whole.
+  const std::map<std::string, std::string> deep = DistinctShortScopes({"A/B/C", "X/A/B/C"});
+  EXPECT_NE(deep.at("A/B/C"), deep.at("X/A/B/C"));
+}
+
 TEST(HtmlEscaped, EscapesTheFiveMarkupCharacters) {
   EXPECT_EQ(HtmlEscaped("a<b>&\"c'd"), "a&lt;b&gt;&amp;&quot;c&#39;d");
   EXPECT_EQ(HtmlEscaped("gemm_128x64 (1.2x)"), "gemm_128x64 (1.2x)");

@@ -28,12 +28,42 @@ double Percent(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
-std::string ShortScope(const std::string& scope) {
-  const size_t last = scope.rfind('/');
-  if (last == std::string::npos) return scope;
-  const size_t before = scope.rfind('/', last - 1);
-  if (last == 0 || before == std::string::npos) return scope;
-  return "…/" + scope.substr(before + 1);
+namespace {
+
+// LastModules() is `scope`'s last `n` modules after "…/", or the whole path when it has no more.
+std::string LastModules(const std::string& scope, size_t n) {
+  size_t cut = scope.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (cut == 0) return scope;
+    cut = scope.rfind('/', cut - 1);
+    if (cut == std::string::npos || cut == 0) return scope;
+  }
+  return "…/" + scope.substr(cut + 1);
+}
+
+}  // namespace
+
+std::string ShortScope(const std::string& scope) { return LastModules(scope, 2); }
+
+std::map<std::string, std::string> DistinctShortScopes(const std::vector<std::string>& scopes) {
+  std::map<std::string, size_t> modules;  // how many last modules each path shows
+  for (const std::string& scope : scopes) modules.emplace(scope, 2);
+  for (bool grew = true; grew;) {
+    grew = false;
+    std::map<std::string, std::vector<std::string>> by_text;
+    for (const auto& [scope, n] : modules) by_text[LastModules(scope, n)].push_back(scope);
+    for (const auto& [text, same] : by_text) {
+      if (same.size() < 2) continue;
+      for (const std::string& scope : same) {
+        if (LastModules(scope, modules[scope]) == scope) continue;  // shown whole already
+        ++modules[scope];
+        grew = true;
+      }
+    }
+  }
+  std::map<std::string, std::string> shown;
+  for (const auto& [scope, n] : modules) shown[scope] = LastModules(scope, n);
+  return shown;
 }
 
 int64_t KernelTimeNs(const TraceProfile& profile) {

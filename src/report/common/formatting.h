@@ -4,8 +4,10 @@
 #define TRACEFUSE_SRC_REPORT_COMMON_FORMATTING_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "report/common/py_json_writer.h"
 #include "tracefuse/analyze/op_compare.h"
@@ -36,6 +38,12 @@ double Percent(int64_t part, int64_t whole);
 // ShortScope() is a module path's last two modules, "…/" before them when there are more: paths
 // of nested models run to a hundred characters and more.
 std::string ShortScope(const std::string& scope);
+
+// DistinctShortScopes() shortens the module paths of one list or table as ShortScope() does,
+// but as many more modules as it takes for two different paths to read differently
+// ("…/Owlv2TextTransformer/…" against "…/Owlv2VisionTransformer/…": the last modules kept, and
+// the first where they part): full path -> what to show.
+std::map<std::string, std::string> DistinctShortScopes(const std::vector<std::string>& scopes);
 
 // MillisAsMicros() is Millis(ns) * 1000: `breakdown` and the fusion JSON report microseconds
 // computed so, which can differ from Micros() in the last bit, and their outputs are pinned.

@@ -44,12 +44,12 @@ std::string StepText(int32_t step) {
   return step == kNoStep ? "outside steps" : fmt::format("step {}", step);
 }
 
-// ScopeHtml() is a module path as the text report shortens it, its last two modules after "…/",
-// with the whole path on hover: paths of nested models run to a hundred characters and more. A
-// line may break after each '/'.
-std::string ScopeHtml(const std::string& scope) {
+// ScopeHtml() is a module path as the text report shortens it, its last two modules after "…/"
+// (or `shown`, where a table needs more to tell two paths apart), with the whole path on hover:
+// paths of nested models run to a hundred characters and more. A line may break after each '/'.
+std::string ScopeHtml(const std::string& scope, const std::string* shown_as = nullptr) {
   if (scope.empty()) return "<span class=\"muted\">(no module)</span>";
-  const std::string shown = ShortScope(scope);
+  const std::string shown = shown_as != nullptr ? *shown_as : ShortScope(scope);
   std::string out = shown == scope ? "<code>" : StrCat("<code title=\"", HtmlEscaped(scope), "\">");
   size_t begin = 0;
   for (size_t slash; (slash = shown.find('/', begin)) != std::string::npos; begin = slash + 1)
@@ -306,6 +306,9 @@ void OpsHtmlPage::OpTable(const std::vector<const OpRow*>& rows) {
       "<th class=\"n\">ratio</th><th>{0} kernels</th><th>{1} kernels</th>"
       "<th>{0} achieved</th><th>{1} achieved</th></tr>\n",
       a, b);
+  std::vector<std::string> scopes;
+  for (const OpRow* row : rows) scopes.push_back(row->scope);
+  const std::map<std::string, std::string> scope_text = DistinctShortScopes(scopes);
   for (const OpRow* row : rows) {
     const std::optional<double> ratio = TimeRatio(row->sides);
     doc_.Append(
@@ -315,8 +318,9 @@ void OpsHtmlPage::OpTable(const std::vector<const OpRow*>& rows) {
         "<td class=\"time2 n\">{5}</td><td class=\"delta n\">{6}</td>"
         "<td class=\"ratio n\">{7}</td><td>{8}</td><td>{9}</td>"
         "<td class=\"achieved1\">{10}</td><td class=\"achieved2\">{11}</td></tr>\n",
-        HtmlEscaped(row->op), HtmlEscaped(row->scope), ScopeHtml(row->scope),
-        Thousands(row->instances), MicrosText(row->sides[Side::kTrace1].time_ns),
+        HtmlEscaped(row->op), HtmlEscaped(row->scope),
+        ScopeHtml(row->scope, &scope_text.at(row->scope)), Thousands(row->instances),
+        MicrosText(row->sides[Side::kTrace1].time_ns),
         MicrosText(row->sides[Side::kTrace2].time_ns), SignedMicrosText(row->delta_ns()),
         ratio ? RatioText(*ratio) : "-", FamiliesHtml(row->sides[Side::kTrace1].kernels),
         FamiliesHtml(row->sides[Side::kTrace2].kernels),

@@ -196,21 +196,28 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
                     a, b, a, b, a, b));
     Line("|---|---|---:|---:|---:|---:|---:|---|---|---|---|");
   }
-  size_t shown = 0;
+  std::vector<const OpRow*> rows;
   for (const OpRow& row : ops_.ops) {
     // Ops that launched nothing on either side (aten::empty, views) have nothing to compare.
     if (!keep(row) ||
         (row.sides[Side::kTrace1].time_ns == 0 && row.sides[Side::kTrace2].time_ns == 0)) {
       continue;
     }
-    if (shown++ == context_.top) break;
+    if (rows.size() == context_.top) break;
+    rows.push_back(&row);
+  }
+  std::vector<std::string> scopes;
+  for (const OpRow* row : rows) scopes.push_back(row->scope);
+  const std::map<std::string, std::string> scope_text = DistinctShortScopes(scopes);
+  for (const OpRow* shown_row : rows) {
+    const OpRow& row = *shown_row;
     const OpSide& x = row.sides[Side::kTrace1];
     const OpSide& y = row.sides[Side::kTrace2];
     const std::optional<double> r = TimeRatio(row.sides);
     const std::string ratio = r ? RatioText(*r) : "-";
     if (markdown_) {
       Line(fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", row.op,
-                       ShortScope(row.scope), row.instances, MicrosText(x.time_ns),
+                       scope_text.at(row.scope), row.instances, MicrosText(x.time_ns),
                        MicrosText(y.time_ns), SignedMicrosText(row.delta_ns()), ratio,
                        KernelList(x.kernels), KernelList(y.kernels),
                        AchievedText(row, Side::kTrace1, ops_.traces[Side::kTrace1].peak),
@@ -218,7 +225,7 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
       continue;
     }
     Line(fmt::format("  {}  {}  x{}: {} us vs {} us ({} us, {})", row.op,
-                     row.scope.empty() ? "(no module)" : ShortScope(row.scope), row.instances,
+                     row.scope.empty() ? "(no module)" : scope_text.at(row.scope), row.instances,
                      MicrosText(x.time_ns), MicrosText(y.time_ns), SignedMicrosText(row.delta_ns()),
                      ratio));
     for (Side side : kSides) {
@@ -227,7 +234,7 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
                        achieved.empty() ? "" : " -- " + achieved));
     }
   }
-  if (shown == 0) Line(markdown_ ? "| (none) | | | | | | | | | | |" : "  (none)");
+  if (rows.empty()) Line(markdown_ ? "| (none) | | | | | | | | | | |" : "  (none)");
 }
 
 void OpsPage::Instances() {
