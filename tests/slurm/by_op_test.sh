@@ -12,7 +12,6 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source=tests/by_op_lib.sh
 source "$here/../by_op_lib.sh"
-submit=$here/../../scripts/slurm/submit
 tracefuse=$(realpath "$1")
 gen=$(realpath "$2")
 shared=${3:-}
@@ -29,14 +28,7 @@ rows=$(($(grep -c . "$dir/manifest.tsv") - 1))
 SLURM_CLUSTER_CPUS=4 slurm_test_start_cluster
 
 export TRACEFUSE=$tracefuse
-cd "$dir/jobs" # job logs land in the submitting directory
-ids=$("$submit" --by-op "$dir/manifest.tsv" "$dir/out" --cpus-per-task=1 --mem=500M --time=5) ||
-  exit 1
-array=$(sed -n 's/^array job: \([0-9]*\)$/\1/p' <<<"$ids")
-merge=$(sed -n 's/^merge job: \([0-9]*\)$/\1/p' <<<"$ids")
-[ -n "$array" ] && [ -n "$merge" ] || { fail "submit printed '$ids'"; exit 1; }
-slurm_wait_jobs 120 "$array" "$merge" || exit 1
-echo "by_op_test: jobs finished after $((SECONDS - started)) s"
+slurm_test_submit --by-op "$dir/manifest.tsv" "$dir/out" --cpus-per-task=1 --mem=500M --time=5
 
 [ "$(slurm_job_state "$merge")" = COMPLETED ] ||
   fail "the merge job ended $(slurm_job_state "$merge"), not COMPLETED"

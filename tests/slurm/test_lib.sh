@@ -3,6 +3,8 @@
 #
 #   slurm_test_begin NAME      # $dir, $started, fail(), and traps that clean up on any exit
 #   slurm_test_start_cluster   # starts the cluster in $dir/cluster, or exits 77 (skip) / 1
+#   slurm_test_submit ARGS...  # scripts/slurm/submit ARGS from $dir/jobs: $array and $merge set
+#                              # to the job ids it prints, both waited for (120 s at most)
 #   ...
 #   slurm_test_end             # exits 1 when fail() was called, else prints PASS
 #
@@ -46,6 +48,16 @@ slurm_test_start_cluster() {
   if [ "$rc" -eq 77 ] && [ "${TRACEFUSE_SLURM_REQUIRED:-0}" != 1 ]; then exit 77; fi
   [ "$rc" -eq 0 ] || exit 1
   echo "$slurm_test_name: cluster idle after $((SECONDS - started)) s"
+}
+
+slurm_test_submit() {
+  local ids
+  ids=$(cd "$dir/jobs" && "$here/../../scripts/slurm/submit" "$@") || exit 1
+  array=$(sed -n 's/^array job: \([0-9]*\)$/\1/p' <<<"$ids")
+  merge=$(sed -n 's/^merge job: \([0-9]*\)$/\1/p' <<<"$ids")
+  [ -n "$array" ] && [ -n "$merge" ] || { fail "submit printed '$ids'"; exit 1; }
+  slurm_wait_jobs 120 "$array" "$merge" || exit 1
+  echo "$slurm_test_name: jobs finished after $((SECONDS - started)) s"
 }
 
 slurm_test_end() {
