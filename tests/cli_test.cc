@@ -988,15 +988,15 @@ TEST_F(CompareCli, OpsReportsTheOpsThatDifferWithTheirKernels) {
   EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
             "op,scope,matched,instances,trace1_instances,trace1_time_us,trace2_instances,"
             "trace2_time_us,delta_us,ratio,trace1_kernels,trace2_kernels,trace1_flops,trace1_bytes,"
-            "trace1_dtype,trace1_tflops_per_s,trace1_tb_per_s,trace1_percent_of_peak,trace1_bound,"
-            "trace2_flops,trace2_bytes,trace2_dtype,trace2_tflops_per_s,trace2_tb_per_s,"
-            "trace2_percent_of_peak,trace2_bound");
+            "trace1_dtype,trace1_tflops_per_s,trace1_tb_per_s,trace1_percent_of_peak,trace1_roof,"
+            "trace1_bound,trace2_flops,trace2_bytes,trace2_dtype,trace2_tflops_per_s,"
+            "trace2_tb_per_s,trace2_percent_of_peak,trace2_roof,trace2_bound");
   // Every row has the header's columns, the perf models' ones empty where there is no figure.
   for (size_t begin = 0; begin < csv.out.size();) {
     const size_t end = csv.out.find('\n', begin);
     const std::string line = csv.out.substr(begin, end - begin);
     if (line.find('"') == std::string::npos) {
-      EXPECT_EQ(std::count(line.begin(), line.end(), ','), 25) << line;  // 26 columns
+      EXPECT_EQ(std::count(line.begin(), line.end(), ','), 27) << line;  // 28 columns
     }
     begin = end + 1;
   }

@@ -38,6 +38,8 @@ TEST(OpWork, ComputeBoundWorkIsMeasuredAgainstThePeak) {
   EXPECT_DOUBLE_EQ(*a.tb_per_s, 2e9 / 2e6 / 1e3);
   EXPECT_EQ(a.bound, Bound::kCompute);
   EXPECT_DOUBLE_EQ(*a.percent_of_peak, 100 * (1e12 / 2e6 / 1e3) / 1000);
+  EXPECT_EQ(a.roof, Roof::kComputePeak);
+  EXPECT_EQ(RoofText(*a.roof, DType::kBf16), "the bf16 peak");
 }
 
 TEST(OpWork, MemoryBoundWorkIsMeasuredAgainstTheRoofAtItsIntensity) {
@@ -47,6 +49,8 @@ TEST(OpWork, MemoryBoundWorkIsMeasuredAgainstTheRoofAtItsIntensity) {
       AchievedOf(Work(100'000'000'000, 10'000'000'000, DType::kBf16), 5'000'000, &gpu);
   EXPECT_EQ(a.bound, Bound::kMemory);
   EXPECT_DOUBLE_EQ(*a.percent_of_peak, 100 * (1e11 / 5e6 / 1e3) / (10.0 * 4));
+  EXPECT_EQ(a.roof, Roof::kMemoryRoof);
+  EXPECT_EQ(RoofText(*a.roof, DType::kBf16), "the HBM roof at its FLOP/byte");
 }
 
 TEST(OpWork, BytesAloneAreMemoryBoundWhateverTheGpu) {
@@ -55,9 +59,12 @@ TEST(OpWork, BytesAloneAreMemoryBoundWhateverTheGpu) {
   const Achieved known = AchievedOf(copy, 1'000'000, &gpu);
   EXPECT_EQ(known.bound, Bound::kMemory);
   EXPECT_DOUBLE_EQ(*known.percent_of_peak, 100 * (2e9 / 1e6 / 1e3) / 4);
+  EXPECT_EQ(known.roof, Roof::kHbmBandwidth);
+  EXPECT_EQ(RoofText(*known.roof, DType::kBf16), "HBM bandwidth");
   const Achieved unknown = AchievedOf(copy, 1'000'000, nullptr);
   EXPECT_EQ(unknown.bound, Bound::kMemory);
   EXPECT_EQ(unknown.percent_of_peak, std::nullopt);
+  EXPECT_EQ(unknown.roof, std::nullopt);  // no percent, no roof
   EXPECT_DOUBLE_EQ(*unknown.tb_per_s, 2e9 / 1e6 / 1e3);
 }
 

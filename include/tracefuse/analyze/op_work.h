@@ -58,11 +58,21 @@ enum class Bound : uint8_t { kCompute, kMemory };
 // BoundName() is "compute" or "memory".
 std::string_view BoundName(Bound bound);
 
+// Roof is what a percent of peak is measured against: the compute peak of the work's dtype
+// (compute-bound FLOPs, or FLOPs without bytes), the memory roof at the work's intensity
+// (memory-bound FLOPs: HBM bandwidth x FLOP/byte), or HBM bandwidth (bytes without FLOPs).
+enum class Roof : uint8_t { kComputePeak, kMemoryRoof, kHbmBandwidth };
+
+// RoofText() is the roof in the words every format uses: "the bf16 peak", "the HBM roof at its
+// FLOP/byte", "HBM bandwidth".
+std::string RoofText(Roof roof, DType dtype);
+
 // Achieved is what some work reached in `time_ns` of kernel time.
 struct Achieved {
   std::optional<double> tflops_per_s;     // FLOPs / time
   std::optional<double> tb_per_s;         // bytes / time
-  std::optional<double> percent_of_peak;  // of the roofline at the work's intensity
+  std::optional<double> percent_of_peak;  // of the roofline at the work's intensity: of `roof`
+  std::optional<Roof> roof;               // set with percent_of_peak
   std::optional<Bound> bound;             // against the GPU's ridge point
 };
 

@@ -5,9 +5,9 @@
 // options), one more report per other requested format (`<label>.md`, `.txt`, `.csv`),
 // `<label>.status.json` and, for a pair compared --by-op, `<label>.ops.json` (what `tracefuse ops
 // --format json` writes with the same rule set and labels; but kernels that no rule names take
-// the category of their launching op, as in compare, unless --name-only). Every file is written atomically
-// (temporary file, then rename); a pair that runs first removes its earlier reports, so the
-// directory never mixes two runs of a pair.
+// the category of their launching op, as in compare, unless --name-only). Every file is written
+// atomically (temporary file, then rename); a pair that runs first removes its earlier reports, so
+// the directory never mixes two runs of a pair.
 //
 // The status file, written when the pair starts (state "running") and again when it ends, even
 // after SIGTERM / SIGINT; its keys, in this order:

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tracefuse/analyze/perf_model.h"
+#include "tracefuse/base/strings.h"
 
 namespace tracefuse {
 namespace {
@@ -134,6 +135,18 @@ std::vector<CategoryWork> CategoryWorkOf(const TraceProfile& profile, const OpTr
 
 std::string_view BoundName(Bound bound) { return bound == Bound::kCompute ? "compute" : "memory"; }
 
+std::string RoofText(Roof roof, DType dtype) {
+  switch (roof) {
+    case Roof::kComputePeak:
+      return StrCat("the ", DTypeName(dtype), " peak");
+    case Roof::kMemoryRoof:
+      return "the HBM roof at its FLOP/byte";
+    case Roof::kHbmBandwidth:
+      break;
+  }
+  return "HBM bandwidth";
+}
+
 Achieved AchievedOf(const WorkTotals& work, int64_t time_ns, const GpuPeak* peak) {
   Achieved a;
   const bool has_flops = work.flops.value_or(0) > 0;
@@ -150,6 +163,7 @@ Achieved AchievedOf(const WorkTotals& work, int64_t time_ns, const GpuPeak* peak
     a.bound = Bound::kMemory;
     if (a.tb_per_s && peak != nullptr && peak->hbm_tb_per_s) {
       a.percent_of_peak = 100 * *a.tb_per_s / *peak->hbm_tb_per_s;
+      a.roof = Roof::kHbmBandwidth;
     }
     return a;
   }
@@ -162,12 +176,18 @@ Achieved AchievedOf(const WorkTotals& work, int64_t time_ns, const GpuPeak* peak
   // Without the bandwidth, no percent rather than one measured against the compute peak alone.
   if (!tflops || !hbm) return a;
   double roof = *tflops;
+  a.roof = Roof::kComputePeak;
   if (has_bytes) {
     const double intensity = static_cast<double>(*work.flops) / static_cast<double>(*work.bytes);
     roof = std::min(*tflops, intensity * *hbm);
     a.bound = intensity >= *tflops / *hbm ? Bound::kCompute : Bound::kMemory;
+    if (a.bound == Bound::kMemory) a.roof = Roof::kMemoryRoof;
   }
-  if (a.tflops_per_s) a.percent_of_peak = 100 * *a.tflops_per_s / roof;
+  if (!a.tflops_per_s) {
+    a.roof.reset();
+    return a;
+  }
+  a.percent_of_peak = 100 * *a.tflops_per_s / roof;
   return a;
 }
 

@@ -173,7 +173,9 @@ std::string AchievedText(const OpRow& row, Side side, const std::optional<GpuPea
   if (const DType dtype = work.dtype(); dtype != DType::kUnknown) {
     out += fmt::format(" {}", DTypeName(dtype));
   }
-  if (a.percent_of_peak) out += fmt::format(", {:.1f}% of peak", *a.percent_of_peak);
+  if (a.percent_of_peak) {
+    out += fmt::format(", {:.1f}% of {}", *a.percent_of_peak, RoofText(*a.roof, work.dtype()));
+  }
   if (a.bound) out += fmt::format(" ({})", BoundName(*a.bound));
   return out;
 }

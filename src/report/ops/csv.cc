@@ -28,7 +28,8 @@ std::string OptionalCell(const std::optional<T>& value) {
   }
 }
 
-// WorkCells() are a side's flops, bytes, dtype, TFLOP/s, TB/s, percent of peak and bound.
+// WorkCells() are a side's flops, bytes, dtype, TFLOP/s, TB/s, percent of peak, its roof and
+// the bound.
 std::string WorkCells(const OpRow& row, Side side, const std::optional<GpuPeak>& peak) {
   const WorkTotals& work = row.work[side];
   const Achieved a = AchievedOf(work, row.sides[side].time_ns, peak ? &*peak : nullptr);
@@ -36,6 +37,7 @@ std::string WorkCells(const OpRow& row, Side side, const std::optional<GpuPeak>&
   return StrCat(OptionalCell(work.flops), ",", OptionalCell(work.bytes), ",",
                 dtype == DType::kUnknown ? "" : DTypeName(dtype), ",", OptionalCell(a.tflops_per_s),
                 ",", OptionalCell(a.tb_per_s), ",", OptionalCell(a.percent_of_peak), ",",
+                a.roof ? CsvField(RoofText(*a.roof, dtype)) : "", ",",
                 a.bound ? BoundName(*a.bound) : "");
 }
 
@@ -56,8 +58,8 @@ std::string OpsCsv(const OpComparison& ops, const OpsContext& context) {
       "op,scope,matched,instances,trace1_instances,trace1_time_us,trace2_instances,"
       "trace2_time_us,delta_us,ratio,trace1_kernels,trace2_kernels";
   for (const char* side : {"trace1", "trace2"}) {
-    for (const char* column :
-         {"flops", "bytes", "dtype", "tflops_per_s", "tb_per_s", "percent_of_peak", "bound"}) {
+    for (const char* column : {"flops", "bytes", "dtype", "tflops_per_s", "tb_per_s",
+                               "percent_of_peak", "roof", "bound"}) {
       out += StrCat(",", side, "_", column);
     }
   }

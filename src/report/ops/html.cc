@@ -555,15 +555,19 @@ void OpsHtmlPage::FurthestFromPeak() {
   for (size_t i = 0; i < gaps.size() && i < context_.top; ++i) {
     const PeakGap& g = gaps[i];
     const OpRow& row = *g.row;
+    auto percent = [&](Side side) {  // and its roof, in the words of every format
+      return HtmlEscaped(fmt::format("{:.1f}% of {}", *g.achieved[side].percent_of_peak,
+                                     RoofText(*g.achieved[side].roof, row.work[side].dtype())));
+    };
     doc_.Append(
         "<tr data-op=\"{0}\"><td class=\"op\"><code>{0}</code></td><td class=\"scope\">{1}</td>"
-        "<td class=\"n\">{2}</td><td class=\"n\">{3:.1f}</td><td class=\"n\">{4}</td>"
-        "<td class=\"n\">{5:.1f}</td><td class=\"n\">{6}</td><td>{7}</td>"
+        "<td class=\"n\">{2}</td><td class=\"n\">{3}</td><td class=\"n\">{4}</td>"
+        "<td class=\"n\">{5}</td><td class=\"n\">{6}</td><td>{7}</td>"
         "<td class=\"n\">{8}</td></tr>\n",
-        HtmlEscaped(row.op), ScopeHtml(row.scope), Thousands(row.instances),
-        *g.achieved[Side::kTrace1].percent_of_peak, MicrosText(row.sides[Side::kTrace1].time_ns),
-        *g.achieved[Side::kTrace2].percent_of_peak, MicrosText(row.sides[Side::kTrace2].time_ns),
-        HtmlEscaped(Label(g.behind)), MicrosText(g.saving_ns));
+        HtmlEscaped(row.op), ScopeHtml(row.scope), Thousands(row.instances), percent(Side::kTrace1),
+        MicrosText(row.sides[Side::kTrace1].time_ns), percent(Side::kTrace2),
+        MicrosText(row.sides[Side::kTrace2].time_ns), HtmlEscaped(Label(g.behind)),
+        MicrosText(g.saving_ns));
   }
   doc_.Append("</table>\n</section>\n");
 }

@@ -44,6 +44,7 @@ void WorkFields(const OpRow& row, Side side, const std::optional<GpuPeak>& peak,
   w->Field("tflops_per_s", achieved.tflops_per_s);
   w->Field("tb_per_s", achieved.tb_per_s);
   w->Field("percent_of_peak", achieved.percent_of_peak);
+  w->Field("roof", achieved.roof ? std::optional(RoofText(*achieved.roof, dtype)) : std::nullopt);
   w->Field("bound", achieved.bound ? std::optional(BoundName(*achieved.bound)) : std::nullopt);
 }
 
@@ -165,6 +166,8 @@ void PeakGapJson(const PeakGap& gap, PyJsonWriter* w) {
   w->Field("behind", SideKey(gap.behind));
   for (Side side : kSides) {
     w->Field(StrCat(SideKey(side), "_percent_of_peak"), *gap.achieved[side].percent_of_peak);
+    w->Field(StrCat(SideKey(side), "_roof"),
+             RoofText(*gap.achieved[side].roof, gap.row->work[side].dtype()));
   }
   w->Field("saving_us", Micros(gap.saving_ns));
   w->EndObject();

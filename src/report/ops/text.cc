@@ -158,8 +158,11 @@ void OpsPage::FurthestFromPeak() {
     const OpRow& row = *g.row;
     std::string sides;
     for (Side side : kSides) {
-      sides += fmt::format("{}{} {:.1f}% ({} us)", side == Side::kTrace1 ? "" : " vs ", Label(side),
-                           *g.achieved[side].percent_of_peak, MicrosText(row.sides[side].time_ns));
+      const Achieved& a = g.achieved[side];
+      sides +=
+          fmt::format("{}{} {:.1f}% of {} ({} us)", side == Side::kTrace1 ? "" : " vs ",
+                      Label(side), *a.percent_of_peak, RoofText(*a.roof, row.work[side].dtype()),
+                      MicrosText(row.sides[side].time_ns));
     }
     Line(fmt::format("{}{}{} x{}: {}; {} would save {} us", Bullet("  "), Code(row.op),
                      row.scope.empty() ? "" : " under " + ShortScope(row.scope), row.instances,
