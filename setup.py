@@ -65,12 +65,17 @@ class CMakeBuild(build_ext):
         shutil.copyfile(built, target)
 
 
+# The wheel command only where pip builds a wheel or its metadata: sdist and the like need none.
+CMDCLASS = {"build_ext": CMakeBuild}
+if {"bdist_wheel", "dist_info", "editable_wheel"} & set(sys.argv[1:]):
+    CMDCLASS["bdist_wheel"] = wheel_command()
+
 setup(
     version=VERSION,
     package_dir={"": "python"},
     packages=["tracefuse"],
     ext_modules=[Extension("tracefuse._core", sources=[])],
-    cmdclass={"build_ext": CMakeBuild, "bdist_wheel": wheel_command()},
+    cmdclass=CMDCLASS,
     options={"build": {"build_base": "build-pip"}},
     zip_safe=False,
 )

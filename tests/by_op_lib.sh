@@ -15,7 +15,8 @@ write_by_op_manifest() {
     printf 'rank%s\trank%s.1.json\trank%s.2.json\n' "$rank" "$rank" "$rank" >>"$dir/manifest.tsv"
   done
   local real=$shared/traces/real
-  if [ -f "$real/tl_mi300_falconsai_nsfw.json.gz" ] && [ -f "$real/tl_h100_timesformer.json.gz" ]; then
+  if [ -f "$real/tl_mi300_falconsai_nsfw.json.gz" ] && [ -f "$real/tl_h100_falconsai_nsfw.json.gz" ] &&
+    [ -f "$real/tl_mi300_timesformer.json.gz" ] && [ -f "$real/tl_h100_timesformer.json.gz" ]; then
     printf 'falcon\t%s\t%s\n' "$real/tl_mi300_falconsai_nsfw.json.gz" \
       "$real/tl_h100_falconsai_nsfw.json.gz" >>"$dir/manifest.tsv"
     printf 'timesformer\t%s\t%s\n' "$real/tl_mi300_timesformer.json.gz" \

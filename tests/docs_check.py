@@ -12,8 +12,8 @@ Fails, naming the file and line of each problem, when
   - a subcommand that `TRACEFUSE --help` lists has no row in the README's command table (the table
     whose header starts with "command"; a row names its command as `tracefuse NAME ...` in its
     first cell), or the table has a row for a command that --help does not list;
-  - a command written out in a page (`tracefuse CMD ...` in a code block or code span, with the
-    lines of a usage block that continue it) gives an option that `TRACEFUSE CMD --help` does not
+  - a command written out in a page (`tracefuse CMD ...` anywhere in a line: code blocks, code
+    spans and prose alike, with the lines of a usage block that continue it) gives an option that `TRACEFUSE CMD --help` does not
     list, or a value that the option's list of values lacks (`--format json`, `--format
     text|json|csv`, `--csv-table=ops`; placeholders in capitals are not checked);
   - a folder of the code (under src/ or include/tracefuse/, holding files) is missing from the tree

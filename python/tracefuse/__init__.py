@@ -142,8 +142,9 @@ def ops(trace1, trace2, ruleset="tracefuse", top=20, threads=None, labels=None, 
 
     labels, threads, lenient, progress: as for compare().
     max_edit_distance: as --max-edit-distance (per step).
-    gpu_spec: as --gpu-spec, a peak table (YAML) used instead of the built-in one; a file that
-    does not load raises ValueError (OSError when it cannot be read).
+    gpu_spec: as --gpu-spec, a peak table (YAML) whose rows are added to the built-in one, each
+    replacing the built-in row of its name; a file that does not load raises ValueError
+    (OSError when it cannot be read).
     """
     labels = _labels(labels)
     text = _core.ops_json(

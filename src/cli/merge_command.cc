@@ -77,7 +77,8 @@ CLI::App* Declare(CLI::App* app, MergeArgs* a) {
                   "pairs without a status file");
   cmd->add_option("--format", a->format,
                   "text and markdown fit one screen; html is one self-contained page for a "
-                  "browser; csv has one row per pair; json has it all")
+                  "browser; csv one row per pair (or per fusion difference or op: --csv-table); "
+                  "json has it all")
       ->check(CLI::IsMember({"text", "markdown", "csv", "json", "html"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", a->output, "write to FILE (atomically) instead of stdout");

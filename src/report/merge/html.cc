@@ -283,9 +283,10 @@ void MergeHtmlPage::LinkedShares() {
       "</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">fusion "
       "differences</th></tr>\n",
       HtmlEscaped(s_.side_names[Side::kTrace1]), HtmlEscaped(s_.side_names[Side::kTrace2]));
-  size_t shown = 0;
+  size_t shown = 0, with_ops = 0;
   for (const MergedPair& p : s_.pairs) {
-    if (p.state != PairState::kComplete || !p.ops || shown++ == kMaxPairs) continue;
+    if (p.state != PairState::kComplete || !p.ops || with_ops++ >= kMaxPairs) continue;
+    ++shown;
     auto share = [&p](Side side) {
       return fmt::format("{:.1f}%",
                          100 * p.ops->LinkedShare(p.sides_swapped ? Opposite(side) : side));
@@ -297,6 +298,11 @@ void MergeHtmlPage::LinkedShares() {
         p.ops->fusion_differences.size());
   }
   doc_.Append("</table>\n");
+  if (with_ops > shown) {
+    doc_.Append(
+        "<p class=\"note\">... and {} more pairs (--format csv or json lists them all)</p>\n",
+        with_ops - shown);
+  }
 }
 
 void MergeHtmlPage::FusionDifferenceRows() {
