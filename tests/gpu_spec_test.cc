@@ -49,8 +49,9 @@ const Datasheet kDatasheets[] = {
     // NVIDIA Blackwell datasheet, HGX B200: FP64/FP64 tensor 37, FP32 75, TF32 2.2 PF*,
     // FP16/BF16 4.5 PF*, FP8 9 PF*, INT8 9 POPS*; 7.7 TB/s.
     {"B200", 37, 75, 1100, 2250, 2250, 4500, 4500, 7.7},
-    // HGX B300 as quoted by three secondary sources: only BF16/FP16 2250 and FP8 4500 agree.
-    {"B300", kNull, kNull, kNull, 2250, 2250, 4500, kNull, kNull},
+    // Blackwell Technical Brief, HGX B300 per GPU, as quoted by datacrunch-research/blogs
+    // (secondary): FP64 1.25, FP32 75, TF32 2.2 PF*, BF16 4.5 PF*, FP8 9 PF*, 7.7 TB/s; INT8 null.
+    {"B300", 1.25, 75, 1100, 2250, 2250, 4500, kNull, 7.7},
     // NVIDIA L40S datasheet: FP32 91.6, TF32 366*, BF16/FP16 733*, FP8 1,466*, INT8 1,466*;
     // 864 GB/s. No FP64 figure.
     {"L40S", kNull, 91.6, 183, 362.05, 362.05, 733, 733, 0.864},
@@ -65,8 +66,8 @@ const Datasheet kDatasheets[] = {
     // AMD MI325X specifications: the MI300X's compute, 6 TB/s.
     {"MI325X", 163.4, 163.4, 653.7, 1307.4, 1307.4, 2614.9, 2614.9, 6.0},
     // AMD MI355X specifications: FP32 157.3, FP16/BF16 2.5 PF, FP8/INT8 5.0 P; 8 TB/s. No XF32;
-    // FP64 not confirmed.
-    {"MI355X", kNull, 157.3, kNull, 2516.6, 2516.6, 5033.2, 5033.2, 8.0},
+    // FP64 78.6 as AMD's TraceLens quotes the page (secondary).
+    {"MI355X", 78.6, 157.3, kNull, 2516.6, 2516.6, 5033.2, 5033.2, 8.0},
 };
 
 TEST(BuiltinGpuSpecs, EveryRowHasItsDatasheetFigures) {

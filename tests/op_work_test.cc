@@ -70,7 +70,7 @@ TEST(OpWork, BytesAloneAreMemoryBoundWhateverTheGpu) {
 
 TEST(OpWork, NoPercentAgainstOnePeakWhenTheRooflineNeedsTwo) {
   GpuPeak gpu = Gpu();
-  gpu.hbm_tb_per_s = std::nullopt;  // the B300's row, say
+  gpu.hbm_tb_per_s = std::nullopt;  // a --gpu-spec row without it, say
   const Achieved a = AchievedOf(Work(1'000'000, 1'000, DType::kBf16), 1'000, &gpu);
   EXPECT_TRUE(a.tflops_per_s.has_value());
   EXPECT_EQ(a.percent_of_peak, std::nullopt);

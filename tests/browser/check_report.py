@@ -15,27 +15,33 @@ checks it against the JSON report of the same run:
            with both sides' times), the fusion differences' count and, for those shown, their
            kinds, who fuses (that side's label) and savings in order, each with its example
            instance's kernels aligned (every kernel once, in order; a column's two cells of one
-           category unless it is marked as differing), the instances and unmatched sections
+           category unless it is marked as differing), the instances and unmatched sections;
+           merge: every complete pair's row with both sides' kernel counts
+  sections every section of the text report of the same command and options (a title underlined
+           by dashes) has its HTML counterpart, an <h2> of the same title (parentheses aside), in
+           the same order
   pixels   the screenshot is not blank: more than one colour, at least MIN_INK of its pixels
            differ from the background, and (compare, ops) each colour of the first chart's bars
            (compare: kernel time per category; ops: the ops that differ most) is on screen
 
-Expected figures come from `tracefuse COMMAND ... --format json` of the same traces and options,
-never from this file. One Chromium run gives both the DOM (--dump-dom) and the screenshot.
+Expected figures come from `tracefuse COMMAND ... --format json` (sections: `--format text`) of
+the same traces and options, never from this file. One Chromium run gives both the DOM (--dump-dom) and the screenshot.
 
 usage: check_report.py [--keep DIR] [--mutate KIND --expect-failure LINE]
                        CHROMIUM TRACEFUSE compare TRACE1 TRACE2 [tracefuse options...]
        check_report.py [...] CHROMIUM TRACEFUSE ops TRACE1 TRACE2 [tracefuse options...]
        check_report.py [...] CHROMIUM TRACEFUSE breakdown TRACE [tracefuse options...]
+       check_report.py [...] CHROMIUM TRACEFUSE merge BATCH_DIR [tracefuse options...]
 
-  --keep DIR             leave report.html, report.json, dom.html, screenshot.png, net-log.json
-                         and console.txt in DIR (default: a temporary directory, removed)
+  --keep DIR             leave report.html, report.json, report.txt, dom.html, screenshot.png,
+                         net-log.json and console.txt in DIR (default: a temporary directory, removed)
   --mutate KIND          alter the HTML tracefuse wrote before rendering it (negative controls):
                          external-image         an <img> of http://example.invalid/x.png
                          external-image-no-csp  the same, and the Content-Security-Policy removed
                          swap-sides             the traces table's rows swapped (data-side)
                          empty-body             the body emptied
                          hidden-body            the body made invisible (visibility: hidden)
+                         rename-section         the section "Why the GPU is idle" renamed
   --expect-failure LINE  pass only when the check fails with exactly LINE (its first line)
 
 Prints one line: "ok: ..." or the first check that failed (then "also: ..." for any other).
@@ -59,6 +65,7 @@ MIN_INK = 0.01  # share of the screenshot's pixels that are not the background c
 MAX_OPPORTUNITIES = 50
 OPS_TOP = 20  # `tracefuse ops --top`'s default
 MAX_ALIGNED_COLUMNS = 300  # the ops page's strips show no more
+MAX_MERGE_PAIRS = 200  # the merge page's pairs table shows no more
 EXTERNAL_IMAGE = '<img src="http://example.invalid/x.png" alt="">'
 
 
@@ -268,6 +275,52 @@ def check_breakdown_dom(dom, report, options):
         got = None if td is None else td.text()
         if got != ms(categories[name]):
             return f"DOM: category {name!r} time: expected {ms(categories[name])!r}, got {got!r}"
+    return None
+
+
+def check_merge_dom(dom, report, options):
+    """Every complete pair has its row in the pairs table (up to the page's 200), with both
+    sides' kernel counts."""
+    complete = [p for p in report["pairs"] if p["state"] == "complete"]
+    rows = {row.attrs["data-pair"]: row for row in dom.find_all("tr", data_pair=True)}
+    for pair in complete[:MAX_MERGE_PAIRS]:
+        row = rows.get(pair["label"])
+        if row is None:
+            return f"DOM: pair {pair['label']!r}: no row in the pairs table"
+        kernels = " / ".join(f"{t['kernels']:,}" for t in pair["traces"])
+        cells = row.find_all("td")
+        got = [c.text() for c in cells]
+        if len(got) < 2 or got[1] != kernels:
+            return f"DOM: pair {pair['label']!r} kernels: expected {kernels!r}, got " \
+                   f"{got[1] if len(got) > 1 else None!r}"
+    return None
+
+
+def section_key(title):
+    """A section title without its parenthesis: the text report's "Fusion opportunities (by
+    impact)" and the HTML's "Fusion opportunities" (then its muted note) are one section."""
+    return " ".join(title.split(" (", 1)[0].split())
+
+
+def text_sections(text):
+    """The text report's section titles: each line underlined by as many dashes."""
+    lines = text.splitlines()
+    return [title for title, rule in zip(lines, lines[1:])
+            if title.strip() and rule and set(rule) == {"-"} and len(rule) == len(title)]
+
+
+def check_sections(dom, text):
+    """Every section of the text report of the same run has its HTML counterpart (an <h2> with the
+    same title), in the same order; the HTML may have more."""
+    html = [section_key(h2.text()) for h2 in dom.find_all("h2")]
+    at = 0
+    for title in text_sections(text):
+        key = section_key(title)
+        try:
+            at = html.index(key, at) + 1
+        except ValueError:
+            return f"sections: the text report's section {key!r} has no HTML counterpart after " \
+                   f"{html[at - 1] if at else 'the top'!r}"
     return None
 
 
@@ -542,6 +595,8 @@ def mutate(path, kind):
     elif kind == "empty-body":
         end = text.rindex("</body>")
         text = text[:body.end()] + text[end:]
+    elif kind == "rename-section":
+        text = text.replace("<h2>Why the GPU is idle", "<h2>Why the GPU idles", 1)
     elif kind == "hidden-body":
         text = text.replace("</head>", "<style>body{visibility:hidden}</style></head>", 1)
     else:
@@ -651,8 +706,8 @@ def console_messages(console):
 
 
 DOM_CHECKS = {"compare": check_compare_dom, "ops": check_ops_dom,
-              "breakdown": check_breakdown_dom}
-TRACE_COUNTS = {"compare": 2, "ops": 2, "breakdown": 1}
+              "breakdown": check_breakdown_dom, "merge": check_merge_dom}
+TRACE_COUNTS = {"compare": 2, "ops": 2, "breakdown": 1, "merge": 1}  # merge: a batch directory
 CHART_SECTIONS = {"compare": "categories", "ops": "ops"}  # whose bar colours must show
 
 
@@ -669,6 +724,10 @@ def check(chromium, tracefuse, command, traces, options, work, mutation):
     json_path = os.path.join(work, "report.json")
     run_tracefuse(tracefuse, command, traces, options, "html", html)
     run_tracefuse(tracefuse, command, traces, options, "json", json_path)
+    text_path = os.path.join(work, "report.txt")
+    run_tracefuse(tracefuse, command, traces, options, "text", text_path)
+    with open(text_path, encoding="utf-8") as f:
+        text = f.read()
     with open(json_path, encoding="utf-8") as f:
         report = json.load(f)
     if mutation:
@@ -684,6 +743,9 @@ def check(chromium, tracefuse, command, traces, options, work, mutation):
     problem = check_common_dom(dom, command)
     if problem is None:
         problem = DOM_CHECKS[command](dom, report, options)
+    if problem:
+        failures.append(problem)
+    problem = check_sections(dom, text)
     if problem:
         failures.append(problem)
     colours = bar_colours(dom, CHART_SECTIONS[command]) if command in CHART_SECTIONS else set()
@@ -720,7 +782,8 @@ def main(argv):
             return 2
     if len(argv) < 4 or argv[2] not in TRACE_COUNTS:
         print("usage: check_report.py [--keep DIR] [--mutate KIND --expect-failure LINE] "
-              "CHROMIUM TRACEFUSE compare|ops|breakdown TRACE... [tracefuse options...]")
+              "CHROMIUM TRACEFUSE compare|ops|breakdown|merge TRACE...|BATCH_DIR "
+              "[tracefuse options...]")
         return 2
     chromium, tracefuse, command = argv[0], argv[1], argv[2]
     count = TRACE_COUNTS[command]

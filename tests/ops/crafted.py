@@ -11,6 +11,7 @@ what `tracefuse ops` reports for them, beyond the oracle's agreement (check_orac
 - a launch at the very start of its op; a second thread with string tids;
 - a kernel whose correlation id no launch carries, and one with none ("[no CPU op]");
 - CPU ops whose ts or dur is not a number (skipped, counted);
+- an op with FLOPs on one side only (left out of the achieved TFLOP/s by kernel type);
 - fusion differences: a graph replay of three kernels against one, a GEMM against GEMM + split-K
   reduction (the fused side slower), and a stretch that differs in names only (none reported).
 
@@ -62,6 +63,7 @@ def trace_a():
         kernel("void at::native::mul_kernel<float>(float*)", 1720, 2, 16),
         kernel("void at::native::sub_kernel<float>(float*)", 1770, 2.25, 17),
         kernel("orphan_kernel", 1800, 6, 99), kernel("uncorrelated_kernel", 1810, 4),
+        kernel("Cijk_Alik_Bljk_HB_MT64x64x32_MI32x32x8", 2450, 10, 19),
     ]
     cpu = [
         launch("hipLaunchKernel", 60, 10, External_id=5),
@@ -89,6 +91,9 @@ def trace_a():
         x("cpu_op", "aten::copy_", 2000, 100, Input_Dims=[[32, 64], [32, 64], []],
           Input_type=[BF16, "float", "Scalar"], Concrete_Inputs=["", "", "False"]),
         x("cpu_op", "aten::empty", 2200, 10),
+        x("cpu_op", "aten::mm", 2400, 30, Input_Dims=[[32, 128], [128, 64]],
+          Input_type=[BF16, BF16]),
+        launch("hipLaunchKernel", 2410, 19),
         x("cpu_op", "aten::ghost", "soon", 5),  # skipped and counted: no time to nest it by
         x("cpu_op", "aten::ghost", 2300, None),
     ]
@@ -166,10 +171,16 @@ def check(report):
     assert t1["peak"]["name"] == "MI300X" and t2["peak"] is None, (t1["peak"], t2["peak"])
     assert linear["trace1"]["percent_of_peak"] > 0 and linear["trace2"]["percent_of_peak"] is None
     # By kernel type: the linear's FLOPs go to GEMM, which holds its kernel time (the GEMM and, on
-    # trace 2, its split-K reduction), over that time.
-    assert [(t["type"], t["trace1"]["flops"], t["trace1"]["time_us"], t["trace2"]["flops"],
-             t["trace2"]["time_us"]) for t in report["achieved_by_type"]] == [
-        ("GEMM", 2 * 32 * 64 * 128, 30.5, 2 * 32 * 64 * 128, 20.4)], report["achieved_by_type"]
+    # trace 2, its split-K reduction), over that time. Trace 1's aten::mm, outside the steps and
+    # unmatched, is left out: the two sides' figures cover the same ops.
+    gemm = 2 * 32 * 64 * 128
+    assert [(t["type"], t["op_pairs"], t["trace1"]["flops"], t["trace1"]["time_us"],
+             t["trace2"]["flops"], t["trace2"]["time_us"]) for t in report["achieved_by_type"]] == [
+        ("GEMM", 1, gemm, 30.5, gemm, 20.4)], report["achieved_by_type"]
+    left_out = report["achieved_by_type_left_out"]
+    assert [(s["ops"], s["flops"], s["time_us"], s["all_flops"]) for s in
+            (left_out["trace1"], left_out["trace2"])] == [(1, gemm, 10, 2 * gemm), (0, 0, 0, gemm)], \
+        left_out
     # Malformed shapes give no figures; copy_ reads bf16 and writes float.
     assert row(report, "aten::mul", "Model")["trace1"]["bytes"] is None
     copy = row(report, "aten::copy_", "", matched=True)
@@ -194,7 +205,7 @@ def check(report):
         ("Model", ["aten::relu"], ["aten::clamp_min", "aten::contiguous"])], stretch
     outside = [g for g in report["unmatched_groups"] if g["step"] is None]
     assert [(g["trace1"]["ops"], g["trace2"]["ops"]) for g in outside] == [
-        (["aten::empty"], [])], outside
+        (["aten::empty", "aten::mm"], [])], outside
     # Fusion differences: the graph replay runs three kernels against one; the matched kernel
     # before the extras (the first) is taken in on both sides, so the fused side is not empty.
     graph, linear = report["fusion_differences"]

@@ -212,6 +212,23 @@ struct FusionDifference {
 // FusionDifferenceKindName() is "op", "module" or "graph".
 const char* FusionDifferenceKindName(FusionDifferenceKind kind);
 
+// TypeWork is what the perf models credit to one kernel type (category) over the matched op
+// pairs whose kernel time is mostly of that type on both sides (UnitCategoryWorkOf()): the same
+// ops, so that the two sides' TFLOP/s compare like with like.
+struct TypeWork {
+  std::string type;
+  uint64_t pairs = 0;
+  PerSide<CategoryWork> work;
+};
+
+// WorkLeftOut is one side's units with FLOPs that no TypeWork holds: unmatched, or matched to an
+// op whose kernel time is mostly of another type (or that has no FLOPs).
+struct WorkLeftOut {
+  uint64_t ops = 0;
+  CategoryWork work;       // their FLOPs, and the time of their credited type's kernels
+  uint64_t all_flops = 0;  // the FLOPs of every unit of the side, left out or not
+};
+
 // OpComparison is CompareOps()'s result. It moves and does not copy: its rows, groups and
 // instances view the names it holds.
 struct OpComparison {
@@ -232,8 +249,11 @@ struct OpComparison {
   std::vector<OpRow> ops;                        // by |delta| (descending), op, scope, matched
   std::vector<UnmatchedGroup> unmatched_groups;  // by step, then position
   std::vector<MatchedInstance> top_instances;    // by |delta| (descending), step, index
-  // Per category of each trace's rule set: the FLOPs its units credit to it (CategoryWorkOf()).
-  PerSide<std::vector<CategoryWork>> category_work;
+  // The achieved TFLOP/s by kernel type, over the same ops on both sides: per category of the
+  // first trace's rule set that a matched pair credits FLOPs to on both sides (TypeWork), in the
+  // rule set's order; and per side, the ops with FLOPs left out (WorkLeftOut).
+  std::vector<TypeWork> type_work;
+  PerSide<WorkLeftOut> type_work_left_out;
   // Filled by FindFusionDifferences(): by saving (descending), then kind, scope, op, and the
   // unfused side's then the fused side's kernel types and ops, so that the order does not depend
   // on which trace is which.

@@ -43,11 +43,27 @@ struct CategoryWork {
   // tflops_per_s() is the TFLOP/s the category achieved on the credited FLOPs; nullopt without
   // FLOPs or time.
   std::optional<double> tflops_per_s() const;
+  // Add() credits `more_flops` done in `more_ns` (FLOPs saturate).
+  void Add(uint64_t more_flops, int64_t more_ns);
 };
 
-// CategoryWorkOf() is, per category of `profile`'s rule set, what `tree`'s units credit to it: one
-// pass over the kernel records (which must still be those BuildOpTree() read). All zero when no
-// unit has FLOPs.
+// UnitCategoryWork is what one unit credits: its FLOPs, the category that holds most of its kernel
+// time and its kernels' time of that category; `credits` is false for a unit without FLOPs or
+// without kernels.
+struct UnitCategoryWork {
+  bool credits = false;
+  CategoryId category = 0;
+  uint64_t flops = 0;
+  int64_t time_ns = 0;
+};
+
+// UnitCategoryWorkOf() is what each of `tree`'s units credits: one pass over the kernel records
+// (which must still be those BuildOpTree() read). Empty when no unit has FLOPs.
+std::vector<UnitCategoryWork> UnitCategoryWorkOf(const TraceProfile& profile, const OpTree& tree,
+                                                 const std::vector<WorkTotals>& set_work);
+
+// CategoryWorkOf() is, per category of `profile`'s rule set, what `tree`'s units credit to it
+// (UnitCategoryWorkOf(), summed). All zero when no unit has FLOPs.
 std::vector<CategoryWork> CategoryWorkOf(const TraceProfile& profile, const OpTree& tree,
                                          const std::vector<WorkTotals>& set_work);
 

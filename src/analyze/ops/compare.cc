@@ -213,9 +213,10 @@ struct TraceUnits {
   std::vector<std::string_view> op_names;      // per tree name
   std::vector<std::string_view> family_names;  // per family
   // Written while the steps are aligned, by the one block that holds each unit's step.
-  mutable std::vector<uint32_t> row;    // per unit: its row's key, (key << 1) | matched
-  mutable std::vector<uint32_t> group;  // per unit: its unmatched group, or kNone
-  std::vector<WorkTotals> set_work;     // per work set of the tree (WorkOfSets())
+  mutable std::vector<uint32_t> row;      // per unit: its row's key, (key << 1) | matched
+  mutable std::vector<uint32_t> group;    // per unit: its unmatched group, or kNone
+  mutable std::vector<uint32_t> partner;  // trace 1's units: the matched trace-2 unit, or kNone
+  std::vector<WorkTotals> set_work;       // per work set of the tree (WorkOfSets())
 };
 
 void SideTotals::Add(const TraceUnits& trace, size_t unit) {
@@ -315,11 +316,13 @@ class Comparer {
     std::vector<Candidate> top = std::move(all.top);
     std::sort(top.begin(), top.end(), Before);
     PerSide<std::vector<FamilyTotals>> instance_kernels;
+    PerSide<std::vector<UnitCategoryWork>> unit_work;
     tbb::parallel_for(size_t{0}, size_t{2}, [&](size_t s) {
       instance_kernels[kSides[s]] = CountFamilies(kSides[s], top, &all);
-      out_.category_work[kSides[s]] =
-          CategoryWorkOf(*traces_[s].profile, *traces_[s].tree, traces_[s].set_work);
+      unit_work[kSides[s]] =
+          UnitCategoryWorkOf(*traces_[s].profile, *traces_[s].tree, traces_[s].set_work);
     });
+    CompareTypeWork(unit_work);
     AddNoLaunchRow(&all);
     Summarize(&all, top, instance_kernels);
     return std::move(out_);
@@ -335,6 +338,7 @@ class Comparer {
     t.set_work = WorkOfSets(tree);
     t.row.assign(tree.units.size(), kNone);
     t.group.assign(tree.units.size(), kNone);
+    t.partner.assign(tree.units.size(), kNone);
     t.scope_parts.resize(tree.scopes.size());
     t.scope_path.resize(tree.scopes.size());
     for (size_t s = 1; s < tree.scopes.size(); ++s) {  // parents come before their children
@@ -362,6 +366,57 @@ class Comparer {
       t.steps.back().end = u + 1;
     }
     return t;
+  }
+
+  // CompareTypeWork() credits each matched pair whose units credit FLOPs to the same type (by
+  // name: the traces' rule sets may differ) to that type on both sides; every other unit with
+  // FLOPs is left out, and counted.
+  void CompareTypeWork(const PerSide<std::vector<UnitCategoryWork>>& unit_work) {
+    const PerSide<const TraceProfile*> profiles = {traces_[0].profile, traces_[1].profile};
+    const std::vector<UnitCategoryWork>& first = unit_work[Side::kTrace1];
+    const std::vector<UnitCategoryWork>& second = unit_work[Side::kTrace2];
+    if (first.empty() && second.empty()) return;
+    auto credits = [](const std::vector<UnitCategoryWork>& units, uint32_t u) {
+      return u < units.size() && units[u].credits;
+    };
+    std::vector<TypeWork> by_category(profiles[Side::kTrace1]->category_count());
+    std::vector<bool> second_compared(second.size());
+    for (uint32_t u1 = 0; u1 < traces_[0].partner.size(); ++u1) {
+      const uint32_t u2 = traces_[0].partner[u1];
+      if (!credits(first, u1) || u2 == kNone || !credits(second, u2)) continue;
+      const UnitCategoryWork& w1 = first[u1];
+      const UnitCategoryWork& w2 = second[u2];
+      if (profiles[Side::kTrace1]->category_name(w1.category) !=
+          profiles[Side::kTrace2]->category_name(w2.category)) {
+        continue;
+      }
+      TypeWork& type = by_category[w1.category];
+      ++type.pairs;
+      type.work[Side::kTrace1].Add(w1.flops, w1.time_ns);
+      type.work[Side::kTrace2].Add(w2.flops, w2.time_ns);
+      second_compared[u2] = true;
+    }
+    for (size_t c = 0; c < by_category.size(); ++c) {
+      if (by_category[c].pairs == 0) continue;
+      by_category[c].type = profiles[Side::kTrace1]->category_name(static_cast<CategoryId>(c));
+      out_.type_work.push_back(std::move(by_category[c]));
+    }
+    for (uint32_t u1 = 0; u1 < first.size(); ++u1) {
+      const uint32_t u2 = traces_[0].partner[u1];
+      const bool compared = u2 != kNone && u2 < second_compared.size() && second_compared[u2];
+      CountLeftOut(first[u1], compared, &out_.type_work_left_out[Side::kTrace1]);
+    }
+    for (uint32_t u2 = 0; u2 < second.size(); ++u2) {
+      CountLeftOut(second[u2], second_compared[u2], &out_.type_work_left_out[Side::kTrace2]);
+    }
+  }
+
+  static void CountLeftOut(const UnitCategoryWork& unit, bool compared, WorkLeftOut* left_out) {
+    if (!unit.credits) return;
+    left_out->all_flops += unit.flops;
+    if (compared) return;
+    ++left_out->ops;
+    left_out->work.Add(unit.flops, unit.time_ns);
   }
 
   // HoldNames() is `names` as held by the comparison, each distinct name once.
@@ -536,6 +591,7 @@ class Comparer {
   void AddToRow(size_t u1, size_t u2, Partial* p) const {
     RowTotals& r = Row(traces_[0], u1, true, p);
     traces_[1].row[u2] = static_cast<uint32_t>(r.key);
+    traces_[0].partner[u1] = static_cast<uint32_t>(u2);
     r.sides[Side::kTrace1].Add(traces_[0], u1);
     AddWork(traces_[0], u1, &r.row.work[Side::kTrace1]);
     r.sides[Side::kTrace2].Add(traces_[1], u2);

@@ -79,12 +79,16 @@ std::optional<double> CategoryWork::tflops_per_s() const {
   return static_cast<double>(flops) / static_cast<double>(time_ns) / 1e3;
 }
 
-std::vector<CategoryWork> CategoryWorkOf(const TraceProfile& profile, const OpTree& tree,
-                                         const std::vector<WorkTotals>& set_work) {
-  std::vector<CategoryWork> work(profile.category_count());
+void CategoryWork::Add(uint64_t more_flops, int64_t more_ns) {
+  flops = SaturatingAdd(flops, more_flops);
+  time_ns += more_ns;
+}
+
+std::vector<UnitCategoryWork> UnitCategoryWorkOf(const TraceProfile& profile, const OpTree& tree,
+                                                 const std::vector<WorkTotals>& set_work) {
   const bool any_flops = std::any_of(set_work.begin(), set_work.end(),
                                      [](const WorkTotals& w) { return w.flops.value_or(0) > 0; });
-  if (!any_flops) return work;  // no pass over the kernels: most graph-replay traces
+  if (!any_flops) return {};  // no pass over the kernels: most graph-replay traces
   auto flops_of = [&](uint32_t unit) -> uint64_t {
     const uint32_t set = tree.unit_work[unit];
     return set == kNoWork ? 0 : set_work[set].flops.value_or(0);
@@ -117,6 +121,7 @@ std::vector<CategoryWork> CategoryWorkOf(const TraceProfile& profile, const OpTr
     pool[entry].ns += k.dur_ns;
   });
   // Each unit credits its FLOPs to its category with the most time (ties: the lower id).
+  std::vector<UnitCategoryWork> units(tree.units.size());
   for (uint32_t unit = 0; unit < first.size(); ++unit) {
     const CategoryTime* top = nullptr;
     for (uint32_t i = first[unit]; i != kNone; i = pool[i].next) {
@@ -125,10 +130,17 @@ std::vector<CategoryWork> CategoryWorkOf(const TraceProfile& profile, const OpTr
         top = &c;
       }
     }
-    if (top == nullptr) continue;
-    CategoryWork& w = work[top->category];
-    w.flops = SaturatingAdd(w.flops, flops_of(unit));
-    w.time_ns += top->ns;
+    if (top != nullptr)
+      units[unit] = UnitCategoryWork{true, top->category, flops_of(unit), top->ns};
+  }
+  return units;
+}
+
+std::vector<CategoryWork> CategoryWorkOf(const TraceProfile& profile, const OpTree& tree,
+                                         const std::vector<WorkTotals>& set_work) {
+  std::vector<CategoryWork> work(profile.category_count());
+  for (const UnitCategoryWork& unit : UnitCategoryWorkOf(profile, tree, set_work)) {
+    if (unit.credits) work[unit.category].Add(unit.flops, unit.time_ns);
   }
   return work;
 }

@@ -64,6 +64,8 @@ class FusionHtmlPage {
     doc_.Append("{}", GpuTimelineHtml(context_.traces, context_.labels));
     doc_.Append("{}", IdleHtml(context_.traces, context_.labels));
     Categories();
+    if (context_.ops != nullptr)
+      doc_.Append("{}", AchievedByTypeHtml(*context_.ops, context_.labels));
     Opportunities();
     Mappings();
     AlignedGroups();
@@ -214,7 +216,9 @@ void FusionHtmlPage::CategoryTable() {
 // that fuses, then each with its evidence.
 void FusionHtmlPage::Opportunities() {
   const std::vector<FusionOpportunity>& all = *view_.opportunities;
-  doc_.Append("<section id=\"opportunities\">\n<h2>Fusion opportunities, by impact</h2>\n");
+  doc_.Append(
+      "<section id=\"opportunities\">\n<h2>Fusion opportunities <span class=\"muted\">(by "
+      "impact)</span></h2>\n");
   if (all.empty()) {
     doc_.Append("<p>No significant fusion differences detected.</p>\n</section>\n");
     return;

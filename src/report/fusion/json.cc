@@ -170,7 +170,7 @@ void TracefuseJson(const FusionReport& r, const CompareContext& c, PyJsonWriter*
   w->EndObject();
   if (c.ops != nullptr) {
     FusionDifferencesJson(c.ops->fusion_differences, w);
-    AchievedByTypeJson(AchievedByType(*c.ops, c.traces), w);
+    AchievedByTypeJson(*c.ops, w);
   }
   w->EndObject();
 }

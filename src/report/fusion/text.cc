@@ -47,8 +47,7 @@ class FusionPage : Page {
     out_ += IdleSection(traces, labels, markdown_);
     TypeTable();
     if (context_.ops != nullptr) {
-      out_ += AchievedByTypeSection(AchievedByType(*context_.ops, context_.traces), context_.labels,
-                                    markdown_);
+      out_ += AchievedByTypeSection(*context_.ops, context_.labels, markdown_);
     }
     Opportunities();
     Mappings();
@@ -139,17 +138,17 @@ std::string FusionPage::TraceLine(const FusionSide& side) const {
                      view_.min_group_size, p.path);
 }
 
-// Both sides' counts and times per kernel type, most kernels first.
+// Both sides' counts and times per category, most kernels first.
 void FusionPage::TypeTable() {
-  Heading("Kernel types");
+  Heading("Kernel time per category");
   const std::string& a = Label(Side::kTrace1);
   const std::string& b = Label(Side::kTrace2);
   const TypeCells headers = {a + " count", b + " count", "count ratio",
                              a + " ms",    b + " ms",    "time ratio"};
-  type_width_ = 4;  // "type"
+  type_width_ = 8;  // "category"
   for (const FusionTypeRow& row : view_.types) type_width_ = std::max(type_width_, row.name.size());
   for (size_t i = 0; i < kTypeColumns; ++i) widths_[i] = std::max<size_t>(headers[i].size(), 10);
-  TypeTableRow("type", headers);
+  TypeTableRow("category", headers);
   if (markdown_) Line("|---|---:|---:|---:|---:|---:|---:|");
   for (const FusionTypeRow& row : view_.types) TypeTableRow(row.name, TypeRowCells(row));
 }

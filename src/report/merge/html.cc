@@ -187,8 +187,8 @@ void MergeHtmlPage::RankTable(Side side) {
 
 void MergeHtmlPage::Categories() {
   doc_.Append(
-      "<section id=\"categories\">\n<h2>Kernel time per category, summed over the "
-      "complete pairs</h2>\n");
+      "<section id=\"categories\">\n<h2>Kernel time per category <span class=\"muted\">(summed "
+      "over the complete pairs)</span></h2>\n");
   if (s_.categories.empty()) {
     doc_.Append("<p>No complete pair with kernels.</p>\n</section>\n");
     return;
@@ -364,8 +364,8 @@ void MergeHtmlPage::OpRows() {
 void MergeHtmlPage::Pairs() {
   const std::vector<const MergedPair*> pairs = ByDisparity(s_);
   doc_.Append(
-      "<section id=\"pairs\">\n<h2>Pairs, the largest kernel-time ratio either way "
-      "first</h2>\n");
+      "<section id=\"pairs\">\n<h2>Pairs <span class=\"muted\">(the largest kernel-time ratio "
+      "either way first)</span></h2>\n");
   if (pairs.empty()) {
     doc_.Append("<p>No complete pair.</p>\n</section>\n");
     return;

@@ -3,6 +3,7 @@
 
 #include "fmt/format.h"
 #include "report/common/formatting.h"
+#include "report/common/html.h"
 #include "tracefuse/base/strings.h"
 
 namespace tracefuse {
@@ -328,84 +329,143 @@ std::string FusionDifferencesCsv(const std::vector<FusionDifference>& difference
 
 namespace {
 
+bool AnyFlops(const OpComparison& ops) {
+  return ops.type_work_left_out[Side::kTrace1].all_flops > 0 ||
+         ops.type_work_left_out[Side::kTrace2].all_flops > 0;
+}
+
+// The section's title, and what a type's TFLOP/s divides.
+constexpr const char* kAchievedTitle = "Achieved TFLOP/s by kernel type";
+constexpr const char* kAchievedScope =
+    "FLOPs over time of the matched ops mostly of the type on both sides";
+
+// LeftOutText() is "left out (...): MI300X 3 ops, 1.2% of its FLOPs; H100 none".
+std::string LeftOutText(const OpComparison& ops, const PerSide<std::string>& labels) {
+  std::string out = "left out (unmatched, or of another type or without FLOPs on the other side): ";
+  for (Side side : kSides) {
+    const WorkLeftOut& left = ops.type_work_left_out[side];
+    out += side == Side::kTrace1 ? "" : "; ";
+    if (left.all_flops == 0) {
+      out += labels[side] + " has no FLOPs";
+    } else if (left.ops == 0) {
+      out += labels[side] + " none";
+    } else {
+      const double percent =
+          100.0 * static_cast<double>(left.work.flops) / static_cast<double>(left.all_flops);
+      out += fmt::format("{} {} {}, {} of its FLOPs", labels[side], Thousands(left.ops),
+                         left.ops == 1 ? "op" : "ops",
+                         percent < 0.1 ? "<0.1%" : fmt::format("{:.1f}%", percent));
+    }
+  }
+  return out;
+}
+
+// WorkTitle() is a cell's hover text: what its TFLOP/s divides.
+std::string WorkTitle(const CategoryWork& work) {
+  return fmt::format("{} FLOPs over {} us", Thousands(work.flops), MicrosText(work.time_ns));
+}
+
+std::string TflopsCell(const CategoryWork& work) {
+  const std::optional<double> tflops = work.tflops_per_s();
+  return tflops ? FlopRateCell(*tflops) : "-";
+}
+
 // AchievedSection lays out the types' TFLOP/s, one line (or markdown row) per type.
 class AchievedSection : Page {
  public:
-  AchievedSection(const std::vector<TypeAchieved>& types, const PerSide<std::string>& labels,
-                  bool markdown)
-      : Page(markdown), types_(types), labels_(labels) {}
+  AchievedSection(const OpComparison& ops, const PerSide<std::string>& labels, bool markdown)
+      : Page(markdown), ops_(ops), labels_(labels) {}
 
   std::string Render() && {
-    Heading(
-        "Achieved TFLOP/s by kernel type (FLOPs of the ops whose kernel time is mostly of "
-        "the type, over that time)");
+    Heading(fmt::format("{} ({})", kAchievedTitle, kAchievedScope));
     if (markdown_) {
-      Line(fmt::format("| type | {} TFLOP/s | {} TFLOP/s |", labels_[Side::kTrace1],
+      Line(fmt::format("| type | op pairs | {} TFLOP/s | {} TFLOP/s |", labels_[Side::kTrace1],
                        labels_[Side::kTrace2]));
-      Line("|---|---:|---:|");
+      Line("|---|---:|---:|---:|");
     }
-    for (const TypeAchieved& t : types_) {
-      PerSide<std::string> cells;
-      for (Side side : kSides) {
-        const std::optional<double> tflops = t.work[side].tflops_per_s();
-        cells[side] = tflops ? FlopRateCell(*tflops) : "-";
-      }
-      Line(markdown_
-               ? fmt::format("| {} | {} | {} |", t.type, cells[Side::kTrace1], cells[Side::kTrace2])
-               : fmt::format("  {:<16}  {}: {:>8}  {}: {:>8}", t.type, labels_[Side::kTrace1],
-                             cells[Side::kTrace1], labels_[Side::kTrace2], cells[Side::kTrace2]));
+    for (const TypeWork& t : ops_.type_work) {
+      const std::string a = TflopsCell(t.work[Side::kTrace1]);
+      const std::string b = TflopsCell(t.work[Side::kTrace2]);
+      const std::string pairs = Thousands(t.pairs);
+      Line(markdown_ ? fmt::format("| {} | {} | {} | {} |", t.type, pairs, a, b)
+                     : fmt::format("  {:<16}  {:>7} op {:<5}  {}: {:>8}  {}: {:>8}", t.type, pairs,
+                                   t.pairs == 1 ? "pair" : "pairs", labels_[Side::kTrace1], a,
+                                   labels_[Side::kTrace2], b));
     }
+    if (ops_.type_work.empty()) Line(markdown_ ? "" : "  no type has matched ops on both sides");
+    Line(fmt::format("{}{}", markdown_ ? "" : "  ", LeftOutText(ops_, labels_)));
     return std::move(out_);
   }
 
  private:
-  const std::vector<TypeAchieved>& types_;
+  const OpComparison& ops_;
   const PerSide<std::string>& labels_;
 };
 
-}  // namespace
-
-std::vector<TypeAchieved> AchievedByType(const OpComparison& ops,
-                                         PerSide<const TraceProfile*> traces) {
-  std::vector<TypeAchieved> types;
-  const TraceProfile& first = *traces[Side::kTrace1];
-  for (size_t c = 0; c < first.category_count(); ++c) {
-    TypeAchieved t;
-    t.type = first.category_name(static_cast<CategoryId>(c));
-    for (Side side : kSides) {
-      const std::vector<CategoryWork>& work = ops.category_work[side];
-      if (c < work.size()) t.work[side] = work[c];
-    }
-    if (t.work[Side::kTrace1].flops > 0 || t.work[Side::kTrace2].flops > 0) {
-      types.push_back(std::move(t));
-    }
-  }
-  return types;
+void CategoryWorkJson(const CategoryWork& work, PyJsonWriter* w) {
+  w->Field("flops", work.flops);
+  w->Field("time_us", Micros(work.time_ns));
+  w->Field("tflops_per_s", work.tflops_per_s());
 }
 
-void AchievedByTypeJson(const std::vector<TypeAchieved>& types, PyJsonWriter* w) {
+}  // namespace
+
+void AchievedByTypeJson(const OpComparison& ops, PyJsonWriter* w) {
   w->Key("achieved_by_type");
   w->BeginArray();
-  for (const TypeAchieved& t : types) {
+  for (const TypeWork& t : ops.type_work) {
     w->BeginObject();
     w->Field("type", t.type);
+    w->Field("op_pairs", t.pairs);
     for (Side side : kSides) {
       w->Key(SideKey(side));
       w->BeginObject();
-      w->Field("flops", t.work[side].flops);
-      w->Field("time_us", Micros(t.work[side].time_ns));
-      w->Field("tflops_per_s", t.work[side].tflops_per_s());
+      CategoryWorkJson(t.work[side], w);
       w->EndObject();
     }
     w->EndObject();
   }
   w->EndArray();
+  w->Key("achieved_by_type_left_out");
+  w->BeginObject();
+  for (Side side : kSides) {
+    const WorkLeftOut& left = ops.type_work_left_out[side];
+    w->Key(SideKey(side));
+    w->BeginObject();
+    w->Field("ops", left.ops);
+    CategoryWorkJson(left.work, w);
+    w->Field("all_flops", left.all_flops);
+    w->EndObject();
+  }
+  w->EndObject();
 }
 
-std::string AchievedByTypeSection(const std::vector<TypeAchieved>& types,
-                                  const PerSide<std::string>& labels, bool markdown) {
-  if (types.empty()) return "";
-  return AchievedSection(types, labels, markdown).Render();
+std::string AchievedByTypeSection(const OpComparison& ops, const PerSide<std::string>& labels,
+                                  bool markdown) {
+  if (!AnyFlops(ops)) return "";
+  return AchievedSection(ops, labels, markdown).Render();
+}
+
+std::string AchievedByTypeHtml(const OpComparison& ops, const PerSide<std::string>& labels) {
+  if (!AnyFlops(ops)) return "";
+  const std::string a = HtmlEscaped(labels[Side::kTrace1]);
+  const std::string b = HtmlEscaped(labels[Side::kTrace2]);
+  std::string out = fmt::format(
+      "<section id=\"achieved-by-type\">\n<h2>{} <span class=\"muted\">({})</span></h2>\n"
+      "<table class=\"achieved\">\n<tr><th>type</th><th class=\"n\">op pairs</th>"
+      "<th class=\"n\">{} TFLOP/s</th><th class=\"n\">{} TFLOP/s</th></tr>\n",
+      kAchievedTitle, kAchievedScope, a, b);
+  for (const TypeWork& t : ops.type_work) {
+    out += fmt::format(
+        "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\" title=\"{}\">{}</td>"
+        "<td class=\"n\" title=\"{}\">{}</td></tr>\n",
+        HtmlEscaped(t.type), Thousands(t.pairs), WorkTitle(t.work[Side::kTrace1]),
+        TflopsCell(t.work[Side::kTrace1]), WorkTitle(t.work[Side::kTrace2]),
+        TflopsCell(t.work[Side::kTrace2]));
+  }
+  out += fmt::format("</table>\n<p class=\"note\">{}</p>\n</section>\n",
+                     HtmlEscaped(LeftOutText(ops, labels)));
+  return out;
 }
 
 std::string CategoryList(const std::vector<std::pair<std::string, uint64_t>>& categories) {

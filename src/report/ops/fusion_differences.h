@@ -51,24 +51,17 @@ std::string TimesText(const FusionDifference& d, const PerSide<std::string>& lab
 // the instances, "(none)" without any; `markdown` quotes the names.
 std::string ExtraKernelList(const FusionDifference& d, bool markdown);
 
-// TypeAchieved is what the perf models credit to one kernel type on each side.
-struct TypeAchieved {
-  std::string type;
-  PerSide<CategoryWork> work;
-};
-
-// AchievedByType() are the kernel types (categories of the traces' rule set, in its order) that
-// `ops`' category work credits FLOPs to on either side; empty when neither trace has FLOPs.
-std::vector<TypeAchieved> AchievedByType(const OpComparison& ops,
-                                         PerSide<const TraceProfile*> traces);
-
-// AchievedByTypeJson() writes the key "achieved_by_type" and its array into the open object.
-void AchievedByTypeJson(const std::vector<TypeAchieved>& types, PyJsonWriter* w);
+// AchievedByTypeJson() writes the keys "achieved_by_type" (`ops.type_work`) and
+// "achieved_by_type_left_out" into the open object.
+void AchievedByTypeJson(const OpComparison& ops, PyJsonWriter* w);
 
 // AchievedByTypeSection() is the section "Achieved TFLOP/s by kernel type" of a text or markdown
-// report, "" without types.
-std::string AchievedByTypeSection(const std::vector<TypeAchieved>& types,
-                                  const PerSide<std::string>& labels, bool markdown);
+// report, "" when neither side has FLOPs.
+std::string AchievedByTypeSection(const OpComparison& ops, const PerSide<std::string>& labels,
+                                  bool markdown);
+
+// AchievedByTypeHtml() is the same section of an HTML report.
+std::string AchievedByTypeHtml(const OpComparison& ops, const PerSide<std::string>& labels);
 
 // CategoryList() is "Elementwise x24, Reduce x2": categories with their counts.
 std::string CategoryList(const std::vector<std::pair<std::string, uint64_t>>& categories);

@@ -105,6 +105,7 @@ class OpsHtmlPage {
     OpRows("ops", "Ops that differ most", [](const OpRow& r) { return r.matched; });
     doc_.Append(FusionDifferences());
     FurthestFromPeak();
+    doc_.Append("{}", AchievedByTypeHtml(ops_, context_.labels));
     Instances();
     OpRows("one-side", "Ops on one side only", [](const OpRow& r) {
       return !r.matched &&

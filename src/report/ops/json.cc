@@ -214,7 +214,7 @@ absl::Status OpsJsonTo(const OpComparison& ops, const OpsContext& context, Outpu
     if (!st.ok()) return st;
   }
   FusionDifferencesJson(ops.fusion_differences, &w);
-  AchievedByTypeJson(AchievedByType(ops, context.traces), &w);
+  AchievedByTypeJson(ops, &w);
   w.Key("tracefuse");
   w.BeginObject();
   w.Field("version", TRACEFUSE_VERSION);

@@ -84,8 +84,7 @@ class OpsPage : Page {
     out_ += FusionDifferencesSection(ops_.fusion_differences, &ops_, context_.labels, context_.top,
                                      markdown_);
     FurthestFromPeak();
-    out_ +=
-        AchievedByTypeSection(AchievedByType(ops_, context_.traces), context_.labels, markdown_);
+    out_ += AchievedByTypeSection(ops_, context_.labels, markdown_);
     Instances();
     OpRows("Ops on one side only", [](const OpRow& r) {
       return !r.matched &&
