@@ -38,6 +38,18 @@ lines=$(wc -l <<<"$text")
 [ "$lines" -le 60 ] || fail "the text summary has $lines lines, more than a screen's 60"
 awk 'length > 100 { exit 1 }' <<<"$text" || fail "a line of the text summary is over 100 columns"
 grep -q '^By operator (over' <<<"$text" || fail "no section By operator in the text summary"
+# The differences the text lists (the first two) name the kernel that does the extra kernels' work
+# (a long name is cut in its middle: its first 24 characters).
+"$tracefuse" merge "$dir/out" --format json | python3 -c "
+import json, sys
+for d in json.load(sys.stdin)['fusion_differences'][:2]:
+    if d['fused_kernel']:
+        print(d['fused_by'] + \"'s \" + d['fused_kernel'][:24])
+" >"$dir/fused.txt"
+[ -s "$dir/fused.txt" ] || fail "no listed difference has a fused kernel (the test checks nothing)"
+while IFS= read -r fused; do
+  grep -qF "$fused" <<<"$text" || fail "the text summary does not say: $fused"
+done <"$dir/fused.txt"
 grep -q '^## By operator (over' <(  "$tracefuse" merge "$dir/out" --format markdown) ||
   fail "no section By operator in the markdown summary"
 grep -q '<section id="by-op">' <("$tracefuse" merge "$dir/out" --format html) ||

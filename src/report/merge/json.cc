@@ -197,6 +197,14 @@ std::string FusionDifferenceText(const MergeSummary& s, const OpFusionDifference
                 extra.empty() ? "none" : extra, ") take ", MillisOfMicros(d.extra_time_us), " ms");
 }
 
+std::string FusedKernelText(const MergeSummary& s, const OpFusionDifference& d, size_t width) {
+  if (!d.fused_by || d.fused_kernel.empty()) return "";
+  const std::string who = StrCat(s.side_names[*d.fused_by], "'s ");
+  constexpr std::string_view kWhat = " does their work";
+  const size_t room = width > who.size() + kWhat.size() ? width - who.size() - kWhat.size() : 8;
+  return StrCat(who, FitMiddle(d.fused_kernel, room), kWhat);
+}
+
 std::string LinkedShareText(const MergeSummary& s, Side side) {
   std::vector<std::pair<double, std::string>> shares;  // (share, pair), on the summary's side
   for (const MergedPair& p : s.pairs) {

@@ -276,7 +276,10 @@ void MergePage::ByOperator() {
       "{}fusion differences: {}", Bullet(),
       differences == 0 ? std::string("none") : StrCat(differences, ", in the most pairs first")));
   for (size_t i = 0; i < differences && i < kMaxOpRows; ++i) {
-    Wrapped(StrCat(Bullet(), "  ", FusionDifferenceText(s_, s_.fusion_differences[i], 32)));
+    const OpFusionDifference& d = s_.fusion_differences[i];
+    Wrapped(StrCat(Bullet(), "  ", FusionDifferenceText(s_, d, 32)));
+    const std::string fused = FusedKernelText(s_, d, kMaxColumns - 6);
+    if (!fused.empty()) Line(StrCat(Bullet(), "    ", fused));
   }
   if (differences > kMaxOpRows) {
     Line(
