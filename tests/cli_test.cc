@@ -595,7 +595,7 @@ TEST_F(CompareCli, LabelsMarkdownCsvAndJson) {
   RunResult md = RunCommand(bin + " --format markdown --label1 MI300X --label2 H100");
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_EQ(md.out.rfind("# Fusion comparison: MI300X vs H100\n", 0), 0u) << md.out;
-  EXPECT_NE(md.out.find("| type | MI300X count | H100 count |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| category | MI300X count | H100 count |"), std::string::npos) << md.out;
 
   RunResult csv = RunCommand(bin + " --format csv");
   ASSERT_EQ(csv.exit_code, 0) << csv.err;

@@ -79,13 +79,33 @@ TEST(HtmlEscaped, EscapesTheFiveMarkupCharacters) {
 }
 
 TEST(KernelNameCode, CutsLongNamesAndKeepsThemOnHover) {
-  EXPECT_EQ(KernelNameCode("gemm<float>", 20), "<code>gemm&lt;float&gt;</code>");
+  EXPECT_EQ(KernelNameCode("gemm<float>", 20), "<code>gemm&lt;<wbr>float&gt;</code>");
   EXPECT_EQ(KernelNameCode("kernel<a, b>", 6),
             "<code title=\"kernel&lt;a, b&gt;\">kernel...</code>");
   const std::string giant(300000, 'x');
   const std::string code = KernelNameCode(giant, 10);
   EXPECT_EQ(code, "<code title=\"" + std::string(2000, 'x') + "...\">" + std::string(10, 'x') +
                       "...</code>");
+}
+
+TEST(KernelNameCode, ShowsTheFamilyAndItsFullNameOnHover) {
+  EXPECT_EQ(KernelNameCode("sm#_gemm", 40, "sm90_gemm"),
+            "<code title=\"sm90_gemm\">sm#_<wbr>gemm</code>");
+  EXPECT_EQ(KernelNameCode("attn_fwd", 40, "attn_fwd"), "<code>attn_<wbr>fwd</code>");
+}
+
+// A name breaks only between its words: after _ :: , < ( / . and before a capital that follows a
+// small letter or a digit, never inside "vectorized" or "Onesweep".
+TEST(KernelNameWithBreaks, BreaksBetweenWordsOnly) {
+  EXPECT_EQ(KernelNameWithBreaks("at::native::vectorized_elementwise_kernel<4, Fill<int>>"),
+            "at::<wbr>native::<wbr>vectorized_<wbr>elementwise_<wbr>kernel&lt;<wbr>4,<wbr> "
+            "Fill&lt;<wbr>int&gt;&gt;");
+  EXPECT_EQ(KernelNameWithBreaks("cub::DeviceRadixSortOnesweepKernel"),
+            "cub::<wbr>Device<wbr>Radix<wbr>Sort<wbr>Onesweep<wbr>Kernel");
+  EXPECT_EQ(KernelNameWithBreaks("sm90_xmma_gemm_bf16bf16"),
+            "sm90_<wbr>xmma_<wbr>gemm_<wbr>bf16bf16");
+  EXPECT_EQ(KernelNameWithBreaks("a_"), "a_");  // no break at the end
+  EXPECT_EQ(KernelNameWithBreaks("x<&>"), "x&lt;<wbr>&amp;&gt;");
 }
 
 // The widths of the chart's bars, in document order.
@@ -282,7 +302,7 @@ std::string SectionOf(const std::string& html, const std::string& id) {
 OpSide OneFamily(uint64_t instances, std::string_view family, int64_t time_ns) {
   OpSide side;
   side.instances = instances;
-  side.kernels = {{family, instances, time_ns}};
+  side.kernels = {{family, family, instances, time_ns}};
   side.time_ns = time_ns;
   return side;
 }
@@ -317,13 +337,15 @@ class OpsHtmlTest : public ::testing::Test {
     d.fused_by = Side::kTrace2;
     d.instances = 4;
     d.relation = FusionRelation::kFusion;
-    d.sides[Side::kTrace1].example = {
-        {"a1<float>", "A", 1000}, {"b&c", "B", 500, true}, {"a2", "A", 1000}};
-    d.sides[Side::kTrace2].example = {{"a_fused<T>", "A", 1800}, {"a2", "A", 900}};
+    d.sides[Side::kTrace1].example = {{"a1<float>", "void a1<float>(int)", "A", 1000},
+                                      {"b&c", "b&c<8>", "B", 500, true},
+                                      {"a2", "a2", "A", 1000}};
+    d.sides[Side::kTrace2].example = {{"a_fused<T>", "a_fused<T>", "A", 1800},
+                                      {"a2", "a2", "A", 900}};
     d.sides[Side::kTrace1].time_ns = 10000;
     d.sides[Side::kTrace2].time_ns = 10000 - 1234;
     d.extra_categories = {{"B", 4}};
-    d.extra_kernels = {{"b&c", "B", 4}};
+    d.extra_kernels = {{"b&c", "b&c<8>", "B", 4}};
     d.extra_time_ns = 2000;
     d.fused_kernel = "a_fused<T>";
     d.fused_kernel_category = "A";
@@ -399,15 +421,16 @@ TEST_F(OpsHtmlTest, AlignsTheExampleKernelsOfEachDifference) {
   // B and the fused kernel are in full colour.
   EXPECT_EQ(Count(section, "<div class=\"seq\">"), 1u);
   const std::string a = CategoryColourClass(0), b = CategoryColourClass(1);
-  EXPECT_NE(section.find(StrCat(
-                "<div class=\"seq\"><span><b class=\"", a,
-                " aside\" title=\"a1&lt;float&gt; (A, 1.0 us)\">", "</b><b class=\"", a,
-                "\" title=\"a_fused&lt;T&gt; (A, 1.8 us)\"></b></span>",
-                "<span class=\"diff\"><b class=\"", b, "\" title=\"b&amp;c (B, 0.5 us)\"></b>",
-                "<b class=\"gap\"></b></span><span><b class=\"", a,
-                " aside\" title=\"a2 (A, 1.0 us)\"></b>", "<b class=\"", a,
-                " aside\" title=\"a2 (A, 0.9 us)\"></b></span></div>")),
-            std::string::npos)
+  EXPECT_NE(
+      section.find(StrCat(
+          "<div class=\"seq\"><span><b class=\"", a,
+          " aside\" title=\"void a1&lt;float&gt;(int) (A, 1.0 us)\">", "</b><b class=\"", a,
+          "\" title=\"a_fused&lt;T&gt; (A, 1.8 us)\"></b></span>",
+          "<span class=\"diff\"><b class=\"", b, "\" title=\"b&amp;c&lt;8&gt; (B, 0.5 us)\"></b>",
+          "<b class=\"gap\"></b></span><span><b class=\"", a,
+          " aside\" title=\"a2 (A, 1.0 us)\"></b>", "<b class=\"", a,
+          " aside\" title=\"a2 (A, 0.9 us)\"></b></span></div>")),
+      std::string::npos)
       << section;
   // The same alignment as a table, readable without hovering.
   EXPECT_EQ(Count(section, "<tr class=\"diff\">"), 1u);
@@ -450,9 +473,11 @@ TEST_F(OpsHtmlTest, ShowsTheFirstTopDifferencesAndCountsTheRest) {
 TEST_F(OpsHtmlTest, SaysTheRelationAndNamesTheExtraKernels) {
   std::string section = SectionOf(OpsHtml(ops_, context_), "fusion-differences");
   EXPECT_NE(section.find("<td class=\"relation\">fusion</td>"), std::string::npos) << section;
-  EXPECT_NE(section.find("<td class=\"extra\"><code>b&amp;c</code> x4 (B)</td>"
-                         "<td class=\"extra-time n\">2.0</td>"),
-            std::string::npos)
+  // The family, with the full name of its kernel in the example on hover.
+  EXPECT_NE(
+      section.find("<td class=\"extra\"><code title=\"b&amp;c&lt;8&gt;\">b&amp;c</code> x4 (B)</td>"
+                   "<td class=\"extra-time n\">2.0</td>"),
+      std::string::npos)
       << section;
   EXPECT_NE(section.find("H100 &quot;SXM&quot; fuses (fusion); example"), std::string::npos)
       << section;

@@ -60,6 +60,7 @@ CompareContext ComparisonContext(const Comparison& comparison, const CompareOpti
   context.min_group_size = options.min_group_size;
   if (comparison.ops) context.ops = &*comparison.ops;
   context.csv_table = options.csv_table;
+  context.full_names = options.full_names;
   return context;
 }
 

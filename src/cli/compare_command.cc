@@ -50,6 +50,9 @@ CLI::App* Declare(CLI::App* app, CompareArgs* a) {
   cmd->add_flag("--by-op", a->options.by_op,
                 "also read the CPU side and align the operators: the fusion differences of eager "
                 "traces, which replay no graph (as `tracefuse ops` finds them), in every format");
+  cmd->add_flag("--full-names", a->options.full_names,
+                "with --by-op, text and markdown: the fusion differences' kernels by their full "
+                "names instead of their families");
   cmd->add_option("--csv-table", a->options.csv_table,
                   "the table --format csv writes: types (one row per kernel type), "
                   "fusion_differences (one row per difference; needs --by-op), idle (each side's "

@@ -16,6 +16,7 @@ struct OpsArgs {
   std::string csv_table = "ops";
   uint32_t max_edit_distance = OpCompareOptions().edit_cap;
   std::string gpu_spec;  // "": the built-in peak table
+  bool full_names = false;
   PipelineOptions pipeline;
 };
 
@@ -47,6 +48,7 @@ int RunOps(const OpsArgs& a) {
       ComparisonLabels(traces[Side::kTrace1], traces[Side::kTrace2], a.label1, a.label2);
   context.top = a.top;
   context.csv_table = a.csv_table;
+  context.full_names = a.full_names;
   context.read_seconds = c->read_seconds;
   context.analyze_seconds = c->analyze_seconds;
   absl::Status written = WriteOpsReport(c->ops, context, a.format, a.output);
@@ -85,6 +87,9 @@ CLI::App* Declare(CLI::App* app, OpsArgs* a) {
                   "GPU peaks (YAML, the layout of data/gpus.yaml) for percent of peak: its rows "
                   "are added to the built-in table, each replacing the built-in row of its name, "
                   "and are matched first");
+  cmd->add_flag("--full-names", a->full_names,
+                "text and markdown: name each kernel family by its example, the full name of its "
+                "kernels with the most time there (JSON has both; HTML shows it on hover)");
   AddTraceOptions(cmd, &a->output, &a->ruleset, &a->pipeline);
   AddProgressOption(cmd, &a->progress);
   cmd->add_option("--label1", a->label1, "name for trace 1 (default: its platform)");

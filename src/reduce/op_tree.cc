@@ -602,14 +602,14 @@ class UnitLinker {
     for (size_t g = 0; g < group_link.size(); ++g) tree_.group_unit[g] = group_link[g].unit;
     tree_.name_family.resize(p.names.size());
     for (size_t n = 0; n < p.names.size(); ++n) tree_.name_family[n] = Family(p.names[n]);
-    absl::flat_hash_map<uint32_t, std::pair<uint64_t, int64_t>> no_launch;  // family -> totals
+    absl::flat_hash_map<uint32_t, std::pair<uint64_t, int64_t>> no_launch;  // name -> totals
     p.kernels.ForEach([&](const KernelRecord& k) {
       ++tree_.kernels;
       tree_.kernel_time_ns += k.dur_ns;
       const GroupLink link = k.group == kNoGroup ? GroupLink{} : group_link[k.group];
       if (link.unit == kNone) {
         tree_.no_launch_ns += k.dur_ns;
-        auto& [count, time_ns] = no_launch[tree_.name_family[k.name]];
+        auto& [count, time_ns] = no_launch[k.name];
         ++count;
         time_ns += k.dur_ns;
         return;
@@ -619,13 +619,13 @@ class UnitLinker {
       unit.time_ns += k.dur_ns;
       ++unit.kernels;
     });
-    for (const auto& [family, totals] : no_launch) {
-      tree_.no_launch_kernels.push_back(UnitKernels{family, totals.first, totals.second});
+    for (const auto& [name, totals] : no_launch) {
+      tree_.no_launch_kernels.push_back(UnitKernels{name, totals.first, totals.second});
     }
     std::sort(tree_.no_launch_kernels.begin(), tree_.no_launch_kernels.end(),
               [&](const UnitKernels& a, const UnitKernels& b) {
                 if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
-                return tree_.families[a.family] < tree_.families[b.family];
+                return p.names[a.name] < p.names[b.name];
               });
   }
 

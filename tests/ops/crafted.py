@@ -160,6 +160,10 @@ def check(report):
         ("sm#_xmma_gemm_bf#bf#_bf#f#_f#_tn_n_tilesize#x#x#", 1),
         ("cublasLt::splitKreduce_kernel", 1)], linear
     assert (linear["delta_us"], linear["trace1"]["time_us"]) == (10.1, 30.5), linear
+    # Each family carries the full name of its kernel there: tile sizes and architecture.
+    assert [k["example"] for k in linear["trace2"]["kernels"]] == [
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
+        "void cublasLt::splitKreduce_kernel<32, 16, float>(float*)"], linear
     # Perf models (docs/perf-models.md): aten::linear counts its aten::addmm, at each side's dtype.
     gemm_bytes = 64 + 32 * 128 + 128 * 64 + 32 * 64
     assert [(linear[s]["flops"], linear[s]["bytes"], linear[s]["dtype"]) for s in
@@ -236,6 +240,15 @@ def main(binary, outdir):
     run = subprocess.run([binary, "ops", *paths, "--format", "json"], capture_output=True,
                          text=True, check=True)
     check(json.loads(run.stdout))
+    # --full-names: the text names kernels as the trace does, not by family.
+    for flag, shown, hidden in (
+            ([], "sm#_xmma_gemm_bf#bf#_bf#f#_f#_tn_n_tilesize#x#x# x1",
+             "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64 x1"),
+            (["--full-names"], "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64 x1",
+             "sm#_xmma_gemm_bf#bf#_bf#f#_f#_tn_n_tilesize#x#x# x1")):
+        text = subprocess.run([binary, "ops", *paths, *flag], capture_output=True, text=True,
+                              check=True).stdout
+        assert shown in text and hidden not in text, (flag, text)
     print(f"crafted pair as expected: {paths[0]} {paths[1]}")
 
 

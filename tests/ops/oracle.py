@@ -571,8 +571,7 @@ class Trace:
             u["run"].append((ts, order, name, dur))
             if "Graph" in call:
                 u["graph"] = True
-            fam = family(name)
-            c = u["kernels"].setdefault(fam, [0, 0])
+            c = u["kernels"].setdefault(name, [0, 0])  # by full name: families come at the end
             c[0] += 1
             c[1] += dur
             u["time"] += dur
@@ -794,17 +793,33 @@ def accumulate(total, unit):
     total["time"] += unit["time"]
     total["flops"] = add_work(total["flops"], unit["flops"])
     total["bytes"] = add_work(total["bytes"], unit["bytes"])
-    for fam, (count, time) in unit["kernels"].items():
-        c = total["kernels"].setdefault(fam, [0, 0])
+    for name, (count, time) in unit["kernels"].items():
+        c = total["kernels"].setdefault(name, [0, 0])
         c[0] += count
         c[1] += time
 
 
 def accumulate_kernel(total, name, dur):
     total["time"] += dur
-    c = total["kernels"].setdefault(family(name), [0, 0])
+    c = total["kernels"].setdefault(name, [0, 0])
     c[0] += 1
     c[1] += dur
+
+
+def kernels_json(by_name):
+    """Kernels counted by full name, as the report lists them: by family, most time first (then
+    family), each with its example, the family's name with the most time there (ties: the first
+    in byte order)."""
+    families = {}
+    for name, (count, time) in by_name.items():
+        f = families.setdefault(family(name), [0, 0, None, -1])
+        f[0] += count
+        f[1] += time
+        if time > f[3] or time == f[3] and name.encode() < f[2].encode():
+            f[2], f[3] = name, time
+    return [{"name": fam, "example": example, "count": count, "time_us": us(time)}
+            for fam, (count, time, example, _) in
+            sorted(families.items(), key=lambda kv: (-kv[1][1], kv[0]))]
 
 
 def us(ns):
@@ -813,9 +828,7 @@ def us(ns):
 
 def side_json(total, work=False):
     """work: with the FLOPs and bytes (op rows only, not the unmatched groups)."""
-    kernels = sorted(total["kernels"].items(), key=lambda kv: (-kv[1][1], kv[0]))
-    out = {"instances": total["instances"],
-           "kernels": [{"name": n, "count": c, "time_us": us(t)} for n, (c, t) in kernels],
+    out = {"instances": total["instances"], "kernels": kernels_json(total["kernels"]),
            "time_us": us(total["time"])}
     if work:
         out["flops"], out["bytes"] = total["flops"], total["bytes"]
@@ -1257,8 +1270,8 @@ def fusion_differences(seq1, seq2, instances, groups, categorize, role_of, data=
                 for s in (0, 1):
                     extra = set(p["extras"]) if s == unfused else set()
                     example.append([
-                        {"name": family(name), "type": categorize(s, name), "time_us": us(d),
-                         "extra": k in extra}
+                        {"name": family(name), "full_name": name, "type": categorize(s, name),
+                         "time_us": us(d), "extra": k in extra}
                         for k, (name, d) in enumerate(runs[s]) if ranges[s][0] <= k < ranges[s][1]])
                 entry["example"] = (step, position[0][id(units[0][0])] + 1, example)
     out = []
@@ -1275,12 +1288,13 @@ def fusion_differences(seq1, seq2, instances, groups, categorize, role_of, data=
             sides.append({"ops": list(ops), "kernels": len(types) * n, "categories": counts,
                           "time_us": us(e["times"][s]),
                           "kernel_types": [category for category, _ in types]})
-        extra_categories, extra_kernels = {}, {}
+        extra_categories, extra_kernels, extra_examples = {}, {}, {}
         for k in example[unfused]:
             if k["extra"]:
                 extra_categories[k["type"]] = extra_categories.get(k["type"], 0) + n
                 extra_kernels[(k["name"], k["type"])] = extra_kernels.get((k["name"], k["type"]),
                                                                           0) + n
+                extra_examples.setdefault((k["name"], k["type"]), k["full_name"])
         fused_kernel = None if fused_at is None else example[fused][fused_at]
         out.append({
             "kind": kind, "scope": scope, "op": None if kind == "module" else ops1[0],
@@ -1288,11 +1302,13 @@ def fusion_differences(seq1, seq2, instances, groups, categorize, role_of, data=
             "fused_by": None if relation == "algorithm" else ("trace1", "trace2")[fused],
             "instances": n, "trace1": sides[0], "trace2": sides[1],
             "extra_categories": extra_categories,
-            "extra_kernels": [{"name": name, "category": category, "count": count}
+            "extra_kernels": [{"name": name, "example": extra_examples[(name, category)],
+                               "category": category, "count": count}
                               for (name, category), count in
                               sorted(extra_kernels.items(), key=lambda kv: (-kv[1], kv[0]))],
             "extra_time_us": us(e["extra_time"]),
             "fused_kernel": (fused_kernel or {}).get("name") or None,
+            "fused_kernel_full_name": (fused_kernel or {}).get("full_name") or None,
             "fused_kernel_category": (fused_kernel or {}).get("type") or None,
             "saving_us": us(e["times"][unfused] - e["times"][fused]),
             "example": {"step": step, "index": idx, "trace1": example[0],
@@ -1314,8 +1330,7 @@ def fusion_differences(seq1, seq2, instances, groups, categorize, role_of, data=
 
 
 def unit_json(u):
-    kernels = sorted(u["kernels"].items(), key=lambda kv: (-kv[1][1], kv[0]))
-    return {"kernels": [{"name": n, "count": c, "time_us": us(t)} for n, (c, t) in kernels],
+    return {"kernels": kernels_json(u["kernels"]),
             "time_us": us(u["time"])}
 
 

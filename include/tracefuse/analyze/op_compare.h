@@ -41,10 +41,13 @@ struct OpCompareOptions {
   const GpuSpecs* gpu_specs = nullptr;  // the peak table; nullptr: BuiltinGpuSpecs()
 };
 
-// OpKernels is one kernel family's kernels under a unit or a table row. The family's name is
+// OpKernels is one kernel family's kernels under a unit or a table row, with its example: the
+// full name of the family's kernels there with the most time (ties: the first name in byte
+// order), so that cutlass_80_... and sm90_... tell apart where the family does not. Both names are
 // held by the OpComparison (OpComparison::names).
 struct OpKernels {
   std::string_view family;
+  std::string_view example;
   uint64_t count = 0;
   int64_t time_ns = 0;
 };
@@ -157,6 +160,7 @@ const char* FusionRelationName(FusionRelation relation);
 // FusionKernel is one kernel of a fusion difference's example instance.
 struct FusionKernel {
   std::string family;
+  std::string name;  // its full name
   std::string category;
   int64_t time_ns = 0;
   bool extra = false;  // one of the unfused side's extra kernels
@@ -166,6 +170,7 @@ struct FusionKernel {
 // the instances (the example instance's kernels, times the instances).
 struct ExtraKernels {
   std::string family;
+  std::string example;  // the full name of the family's first extra kernel in the example
   std::string category;
   uint64_t count = 0;
 };
@@ -197,8 +202,9 @@ struct FusionDifference {
   // instances; and by family.
   std::vector<std::pair<std::string, uint64_t>> extra_categories;
   std::vector<ExtraKernels> extra_kernels;
-  int64_t extra_time_ns = 0;          // the extra kernels' own time, over the instances
-  std::string fused_kernel;           // the fused side's kernel that does their work ("" for none)
+  int64_t extra_time_ns = 0;  // the extra kernels' own time, over the instances
+  std::string fused_kernel;   // the fused side's kernel family that does their work ("" for none)
+  std::string fused_kernel_name;      // its full name in the example instance
   std::string fused_kernel_category;  // its category
   int32_t example_step = kNoStep;     // the instance that differs most in time
   uint64_t example_index = 0;         // its trace-1 unit's position (from 1) in its step

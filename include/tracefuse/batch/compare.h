@@ -24,6 +24,7 @@ struct CompareOptions {
   std::string label1, label2;       // empty: the platform's name (or the reference's "Trace 1/2")
   bool by_op = false;               // also align the operators for their fusion differences
   std::string csv_table = "types";  // FusionCsvTables()
+  bool full_names = false;          // CompareContext::full_names
 };
 
 // ComparisonLabels() names the two sides in reports: `label1` and `label2` where given, else the

@@ -67,9 +67,9 @@ struct ScopeNode {
   uint32_t depth = 0;
 };
 
-// UnitKernels is the kernels of one family.
+// UnitKernels is the kernels of one name.
 struct UnitKernels {
-  uint32_t family = 0;  // index into OpTree::families
+  uint32_t name = 0;  // index into the profile's names
   uint64_t count = 0;
   int64_t time_ns = 0;
 };
@@ -130,7 +130,7 @@ struct OpTree {
   // memory of the units as read, block by block, not beside it.
   std::deque<OpUnit> units;
   std::vector<uint32_t> name_family;  // per kernel name of the profile: its family
-  // Kernels no runtime call launched, by family: by time (descending), then family.
+  // Kernels no runtime call launched, by name: by time (descending), then name.
   std::vector<UnitKernels> no_launch_kernels;
   std::vector<uint32_t> group_unit;  // per correlation group of the profile: its unit, or kNoUnit
   // Per correlation group, where its launch was made; only when the CPU side was read with

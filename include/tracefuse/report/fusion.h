@@ -26,8 +26,9 @@ struct CompareContext {
   // without.
   const OpComparison* ops = nullptr;
   std::string csv_table = "types";  // types, or fusion_differences (with `ops`)
-  double read_seconds = 0;          // both traces streamed and reduced (concurrently)
-  double analyze_seconds = 0;       // the merge stage
+  bool full_names = false;     // text, markdown: fusion differences' kernels by their full names
+  double read_seconds = 0;     // both traces streamed and reduced (concurrently)
+  double analyze_seconds = 0;  // the merge stage
 };
 
 // WriteFusionJson() streams the report to `out` in the reference's schema, byte for byte as

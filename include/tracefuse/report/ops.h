@@ -23,6 +23,7 @@ struct OpsContext {
   PerSide<std::string> labels;
   size_t top = 20;                // rows per table in text, markdown and HTML
   std::string csv_table = "ops";  // OpsCsvTables()
+  bool full_names = false;        // text, markdown: each kernel family by its example's full name
   double read_seconds = 0;
   double analyze_seconds = 0;
 };

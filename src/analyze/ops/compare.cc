@@ -128,8 +128,8 @@ namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
 
-// FamilyCount is one kernel family's count and time.
-struct FamilyCount {
+// NameCount is one kernel name's count and time.
+struct NameCount {
   uint64_t count = 0;
   int64_t time_ns = 0;
 
@@ -139,8 +139,9 @@ struct FamilyCount {
   }
 };
 
-// FamilyTotals is kernels by family (the trace's family ids).
-using FamilyTotals = absl::flat_hash_map<uint32_t, FamilyCount>;
+// NameTotals is kernels by name (the profile's name ids): the families and their examples come
+// from them once the counting is done.
+using NameTotals = absl::flat_hash_map<uint32_t, NameCount>;
 
 // SortKernels() puts kernels by time (descending), then family.
 void SortKernels(std::vector<OpKernels>* kernels) {
@@ -150,46 +151,64 @@ void SortKernels(std::vector<OpKernels>* kernels) {
   });
 }
 
-// KernelsByFamily() is `totals` (pairs of a family id and its FamilyCount: a FamilyTotals or a
-// short list of them) named (`family_names`: a trace's family ids -> names) and sorted: by time
-// (descending), then family.
-template <typename Totals>
-std::vector<OpKernels> KernelsByFamily(const std::vector<std::string_view>& family_names,
-                                       const Totals& totals) {
-  std::vector<OpKernels> kernels;
-  kernels.reserve(totals.size());
-  for (const auto& [family, counted] : totals) {
-    kernels.push_back(OpKernels{family_names[family], counted.count, counted.time_ns});
+// KernelNames is how one trace's kernel names are told: per profile name its family
+// (OpTree::name_family), and the family and full names as held by the comparison.
+struct KernelNames {
+  const std::vector<uint32_t>* name_family = nullptr;
+  std::vector<std::string_view> families;  // per family
+  std::vector<std::string_view> names;     // per profile name
+
+  // Families() is `totals` (pairs of a name id and its NameCount: a NameTotals or a short list of
+  // them) by family, each with its example, sorted: by time (descending), then family.
+  template <typename Totals>
+  std::vector<OpKernels> Families(const Totals& totals) const {
+    std::vector<OpKernels> kernels;
+    absl::flat_hash_map<uint32_t, size_t> at;  // family -> its place in `kernels`
+    std::vector<int64_t> example_ns;           // per place: the example's own time
+    for (const auto& [name, counted] : totals) {
+      const uint32_t family = (*name_family)[name];
+      auto [it, added] = at.try_emplace(family, kernels.size());
+      if (added) {
+        kernels.push_back(OpKernels{families[family], names[name], 0, 0});
+        example_ns.push_back(counted.time_ns);
+      }
+      OpKernels& k = kernels[it->second];
+      k.count += counted.count;
+      k.time_ns += counted.time_ns;
+      int64_t& best = example_ns[it->second];
+      if (counted.time_ns > best || (counted.time_ns == best && names[name] < k.example)) {
+        best = counted.time_ns;
+        k.example = names[name];
+      }
+    }
+    SortKernels(&kernels);
+    return kernels;
   }
-  SortKernels(&kernels);
-  return kernels;
-}
+};
 
 struct TraceUnits;
 
-// SideTotals accumulates an OpSide from the units of one trace; their kernels by family come
-// from CountFamilies(), named and sorted once at the end.
+// SideTotals accumulates an OpSide from the units of one trace; their kernels by name come from
+// CountKernels(), told by family and sorted once at the end.
 struct SideTotals {
   uint64_t instances = 0;
   int64_t time_ns = 0;
-  FamilyTotals kernels;
+  NameTotals kernels;
 
   void Add(const TraceUnits& trace, size_t unit);
-  void AddKernels(uint32_t family, uint64_t count, int64_t time_ns) {
-    kernels[family].Add(count, time_ns);
+  void AddKernels(uint32_t name, uint64_t count, int64_t time_ns) {
+    kernels[name].Add(count, time_ns);
   }
   void Merge(const SideTotals& other) {
     instances += other.instances;
     time_ns += other.time_ns;
-    for (const auto& [family, totals] : other.kernels) {
-      AddKernels(family, totals.count, totals.time_ns);
-    }
+    for (const auto& [name, totals] : other.kernels) AddKernels(name, totals.count, totals.time_ns);
   }
-  OpSide ToSide(const std::vector<std::string_view>& family_names) const {
+  OpSide ToSide(const KernelNames& names) const {
     OpSide side;
     side.instances = instances;
     side.time_ns = time_ns;
-    side.kernels = KernelsByFamily(family_names, kernels);
+    side.kernels = names.Families(kernels);
     return side;
   }
 };
@@ -209,9 +228,9 @@ struct TraceUnits {
   std::vector<std::string> scope_path;                // per scope
   std::vector<std::vector<std::string>> scope_parts;  // per scope, outermost first
   std::vector<StepUnits> steps;                       // by step key
-  // The tree's op and family names, as held by the comparison (OpComparison::names).
-  std::vector<std::string_view> op_names;      // per tree name
-  std::vector<std::string_view> family_names;  // per family
+  // The tree's op names and the kernel names, as held by the comparison (OpComparison::names).
+  std::vector<std::string_view> op_names;  // per tree name
+  KernelNames kernel_names;
   // Written while the steps are aligned, by the one block that holds each unit's step.
   mutable std::vector<uint32_t> row;      // per unit: its row's key, (key << 1) | matched
   mutable std::vector<uint32_t> group;    // per unit: its unmatched group, or kNone
@@ -315,10 +334,10 @@ class Comparer {
     NumberGroups(steps, kStepsPerBlock, first_group);
     std::vector<Candidate> top = std::move(all.top);
     std::sort(top.begin(), top.end(), Before);
-    PerSide<std::vector<FamilyTotals>> instance_kernels;
+    PerSide<std::vector<NameTotals>> instance_kernels;
     PerSide<std::vector<UnitCategoryWork>> unit_work;
     tbb::parallel_for(size_t{0}, size_t{2}, [&](size_t s) {
-      instance_kernels[kSides[s]] = CountFamilies(kSides[s], top, &all);
+      instance_kernels[kSides[s]] = CountKernels(kSides[s], top, &all);
       unit_work[kSides[s]] =
           UnitCategoryWorkOf(*traces_[s].profile, *traces_[s].tree, traces_[s].set_work);
     });
@@ -334,7 +353,9 @@ class Comparer {
     t.profile = &profile;
     t.tree = &tree;
     t.op_names = HoldNames(tree.names);
-    t.family_names = HoldNames(tree.families);
+    t.kernel_names.name_family = &tree.name_family;
+    t.kernel_names.families = HoldNames(tree.families);
+    t.kernel_names.names = HoldNames(profile.names);
     t.set_work = WorkOfSets(tree);
     t.row.assign(tree.units.size(), kNone);
     t.group.assign(tree.units.size(), kNone);
@@ -448,13 +469,13 @@ class Comparer {
     }
   }
 
-  // CountFamilies() counts one side's kernels by family into the rows and unmatched groups of
+  // CountKernels() counts one side's kernels by name into the rows and unmatched groups of
   // their units, and returns those of the `top` instances' units: one pass over the kernel
   // records, in which a unit's kernels mostly come together.
-  std::vector<FamilyTotals> CountFamilies(Side side, const std::vector<Candidate>& top,
-                                          Partial* all) const {
+  std::vector<NameTotals> CountKernels(Side side, const std::vector<Candidate>& top,
+                                       Partial* all) const {
     const TraceUnits& t = traces_[static_cast<size_t>(side)];
-    std::vector<FamilyTotals> instances(top.size());
+    std::vector<NameTotals> instances(top.size());
     absl::flat_hash_map<uint32_t, size_t> instance_of;  // unit -> its place in `top`
     for (size_t i = 0; i < top.size(); ++i) {
       instance_of.try_emplace(static_cast<uint32_t>(side == Side::kTrace1 ? top[i].u1 : top[i].u2),
@@ -463,18 +484,18 @@ class Comparer {
     // A group has few families: a short list each, where a hash map each would take more than
     // the groups themselves (10^5 of them on a 4 GB pair).
     std::vector<std::vector<Counted>> groups(all->groups.size());
-    std::vector<Counted> run;  // the current unit's kernels, by family
+    std::vector<Counted> run;  // the current unit's kernels, by name
     uint32_t current = kNone;
     auto flush = [&] {
       if (current == kNone) return;
-      FamilyTotals& row = all->rows[all->row_ids.at(t.row[current])].sides[side].kernels;
+      NameTotals& row = all->rows[all->row_ids.at(t.row[current])].sides[side].kernels;
       auto instance = instance_of.find(current);
       for (const Counted& c : run) {
-        row[c.family].Add(c.counted.count, c.counted.time_ns);
+        row[c.name].Add(c.counted.count, c.counted.time_ns);
         if (t.group[current] != kNone)
-          Count(c.family, c.counted.count, c.counted.time_ns, &groups[t.group[current]]);
+          Count(c.name, c.counted.count, c.counted.time_ns, &groups[t.group[current]]);
         if (instance != instance_of.end()) {
-          instances[instance->second][c.family].Add(c.counted.count, c.counted.time_ns);
+          instances[instance->second][c.name].Add(c.counted.count, c.counted.time_ns);
         }
       }
       run.clear();
@@ -487,25 +508,25 @@ class Comparer {
         flush();
         current = unit;
       }
-      Count(t.tree->name_family[k.name], 1, k.dur_ns, &run);
+      Count(k.name, 1, k.dur_ns, &run);
     });
     flush();
     for (size_t g = 0; g < groups.size(); ++g) {
-      all->groups[g].sides[side].kernels = KernelsByFamily(t.family_names, groups[g]);
+      all->groups[g].sides[side].kernels = t.kernel_names.Families(groups[g]);
       groups[g] = std::vector<Counted>();
     }
     return instances;
   }
 
-  // Counted is one family's kernels in a short list of them.
+  // Counted is one name's kernels in a short list of them.
   struct Counted {
-    uint32_t family;
-    FamilyCount counted;
+    uint32_t name;
+    NameCount counted;
   };
-  static void Count(uint32_t family, uint64_t count, int64_t time_ns, std::vector<Counted>* list) {
+  static void Count(uint32_t name, uint64_t count, int64_t time_ns, std::vector<Counted>* list) {
     auto it = std::find_if(list->begin(), list->end(),
-                           [family](const Counted& c) { return c.family == family; });
-    if (it == list->end()) it = list->insert(list->end(), Counted{family, {}});
+                           [name](const Counted& c) { return c.name == name; });
+    if (it == list->end()) it = list->insert(list->end(), Counted{name, {}});
     it->counted.Add(count, time_ns);
   }
 
@@ -739,7 +760,7 @@ class Comparer {
           g.ops[side].push_back(t.op_names[t.tree->units[u].name]);
         }
       }
-      g.sides[side] = totals.ToSide(t.family_names);
+      g.sides[side] = totals.ToSide(t.kernel_names);
       g.op_count[side] = units[side].size();
     }
     g.scope = CommonScope(scopes);
@@ -781,14 +802,14 @@ class Comparer {
       totals.instances = 1;
       for (const UnitKernels& k : tree.no_launch_kernels) {
         totals.time_ns += k.time_ns;
-        totals.AddKernels(k.family, k.count, k.time_ns);
+        totals.AddKernels(k.name, k.count, k.time_ns);
       }
     }
     p->rows.push_back(std::move(r));
   }
 
   void Summarize(Partial* all, const std::vector<Candidate>& top,
-                 const PerSide<std::vector<FamilyTotals>>& instance_kernels) {
+                 const PerSide<std::vector<NameTotals>>& instance_kernels) {
     out_.candidates = std::move(all->candidates);
     out_.candidate_units = std::move(all->candidate_units);
     out_.candidate_scopes = std::move(all->scopes);
@@ -797,7 +818,7 @@ class Comparer {
     out_.unmatched_groups = std::move(all->groups);
     for (RowTotals& r : all->rows) {
       for (Side side : kSides) {
-        r.row.sides[side] = r.sides[side].ToSide(traces_[static_cast<size_t>(side)].family_names);
+        r.row.sides[side] = r.sides[side].ToSide(traces_[static_cast<size_t>(side)].kernel_names);
       }
       r.row.instances = r.row.matched ? r.row.sides[Side::kTrace1].instances
                                       : r.row.sides[Side::kTrace1].instances +
@@ -839,7 +860,7 @@ class Comparer {
     }
   }
 
-  MatchedInstance Instance(const Candidate& c, PerSide<const FamilyTotals*> kernels) const {
+  MatchedInstance Instance(const Candidate& c, PerSide<const NameTotals*> kernels) const {
     MatchedInstance m;
     m.step = c.step == INT64_MAX ? kNoStep : static_cast<int32_t>(c.step);
     m.index = c.index;
@@ -853,7 +874,7 @@ class Comparer {
       SideTotals totals;
       totals.Add(traces_[s], units[s]);
       totals.kernels = *kernels[side];
-      m.sides[side] = totals.ToSide(traces_[s].family_names);
+      m.sides[side] = totals.ToSide(traces_[s].kernel_names);
       m.graph[side] = traces_[s].tree->units[units[s]].graph;
       m.units[side] = static_cast<uint32_t>(units[s]);
     }

@@ -948,9 +948,9 @@ class Finder {
               if (at < piece.begin[side] || at >= piece.end[side]) continue;
               const bool extra = side == Other(piece.fused_by) &&
                                  std::binary_search(piece.extras.begin(), piece.extras.end(), at);
-              out[side][g].push_back(FusionKernel{s.tree->families[s.tree->name_family[k.name]],
-                                                  s.profile->category_name(s.category[k.name]),
-                                                  k.dur_ns, extra});
+              out[side][g].push_back(FusionKernel{
+                  s.tree->families[s.tree->name_family[k.name]], s.profile->names[k.name],
+                  s.profile->category_name(s.category[k.name]), k.dur_ns, extra});
             }
           });
     };
@@ -1008,6 +1008,7 @@ class Finder {
           piece.fused_kernel - piece.begin[d.fused_by] < fused.size()) {
         const FusionKernel& k = fused[piece.fused_kernel - piece.begin[d.fused_by]];
         d.fused_kernel = k.family;
+        d.fused_kernel_name = k.name;
         d.fused_kernel_category = k.category;
       }
       const FusionCandidate& c = ops_.candidates[CandidateOf(sig.example_slot)];
@@ -1019,18 +1020,21 @@ class Finder {
   }
 
   // Extras() lists the unfused side's extra kernels by category and by family (the example's,
-  // times the instances).
+  // times the instances), each family with its first kernel's full name.
   void Extras(const Signature& sig, FusionDifference* d) const {
     std::map<std::string, uint64_t> categories;
-    std::map<std::pair<std::string, std::string>, uint64_t> families;
+    std::map<std::pair<std::string, std::string>, std::pair<uint64_t, const std::string*>> families;
     for (const FusionKernel& k : d->sides[d->unfused()].example) {
       if (!k.extra) continue;
       categories[k.category] += sig.instances;
-      families[{k.family, k.category}] += sig.instances;
+      auto& [count, example] = families[{k.family, k.category}];
+      count += sig.instances;
+      if (example == nullptr) example = &k.name;
     }
     d->extra_categories.assign(categories.begin(), categories.end());
-    for (const auto& [family, count] : families) {
-      d->extra_kernels.push_back(ExtraKernels{family.first, family.second, count});
+    for (const auto& [family, counted] : families) {
+      d->extra_kernels.push_back(
+          ExtraKernels{family.first, *counted.second, family.second, counted.first});
     }
     // Most first, then by name.
     std::stable_sort(

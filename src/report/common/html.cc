@@ -31,7 +31,7 @@ th,td{padding:3px 8px;border-bottom:1px solid var(--line);text-align:left;vertic
 th{font-weight:600;background:var(--panel)}.n{text-align:right;white-space:nowrap}
 .muted,.note{color:var(--muted)}.categories th{white-space:nowrap}.note{margin:6px 0}
 .warning{margin:6px 0;padding:4px 8px;border-left:3px solid var(--s1);background:var(--panel)}
-code{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;word-break:break-all}
+code{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
 .split{display:flex;flex-wrap:wrap;gap:20px 28px;align-items:flex-start}
 .split>*{flex:1 1 480px;min-width:0}
 .chart{width:100%;max-width:900px;height:auto}.chart text{fill:var(--fg);font-size:12px}
@@ -182,12 +182,36 @@ std::string BarChartSvg(const std::vector<BarRow>& rows, std::string_view title)
       kChartWidth, y - kRowGap / 2, HtmlEscaped(title), kBarLeft, body);
 }
 
-std::string KernelNameCode(std::string_view name, size_t shown_chars) {
+std::string KernelNameWithBreaks(std::string_view name) {
+  auto lower = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  std::string out;
+  size_t word = 0;  // where the current word begins
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool dot = c == '.' && name[i + 1 < name.size() ? i + 1 : i] != '.' &&
+                     (i == 0 || name[i - 1] != '.');  // not in "..."
+    const bool after = c == '_' || c == ',' || c == '<' || c == '(' || c == '/' || dot ||
+                       (c == ':' && i > 0 && name[i - 1] == ':');
+    const bool before = i + 1 < name.size() && lower(c) && upper(name[i + 1]);
+    if ((after || before) && i + 1 < name.size()) {
+      out += HtmlEscaped(name.substr(word, i + 1 - word));
+      out += "<wbr>";
+      word = i + 1;
+    }
+  }
+  return out + HtmlEscaped(name.substr(word));
+}
+
+std::string KernelNameCode(std::string_view name, size_t shown_chars, std::string_view full_name) {
   constexpr size_t kTitleChars = 2000;
   const std::string shown = Shorten(name, shown_chars);
-  if (shown == name) return StrCat("<code>", HtmlEscaped(name), "</code>");
-  return StrCat("<code title=\"", HtmlEscaped(Shorten(name, kTitleChars)), "\">",
-                HtmlEscaped(shown), "</code>");
+  const std::string_view title = !full_name.empty() ? full_name : name;
+  if (shown == name && title == name) {
+    return StrCat("<code>", KernelNameWithBreaks(name), "</code>");
+  }
+  return StrCat("<code title=\"", HtmlEscaped(Shorten(title, kTitleChars)), "\">",
+                KernelNameWithBreaks(shown), "</code>");
 }
 
 std::string SequenceColumnHtml(const PerSide<const SequenceCell*>& cells, bool same_type) {

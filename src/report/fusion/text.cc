@@ -52,8 +52,9 @@ class FusionPage : Page {
     Opportunities();
     Mappings();
     if (context_.ops != nullptr) {
-      out_ += FusionDifferencesSection(context_.ops->fusion_differences, context_.ops,
-                                       context_.labels, kTopOpportunities, markdown_);
+      out_ +=
+          FusionDifferencesSection(context_.ops->fusion_differences, context_.ops, context_.labels,
+                                   kTopOpportunities, markdown_, context_.full_names);
     }
     return std::move(out_);
   }

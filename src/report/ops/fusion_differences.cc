@@ -52,6 +52,7 @@ void ExampleJson(const FusionDifference& d, PyJsonWriter* w) {
     for (const FusionKernel& k : d.sides[side].example) {
       w->BeginObject();
       w->Field("name", k.family);
+      w->Field("full_name", k.name);
       w->Field("type", k.category);
       w->Field("time_us", Micros(k.time_ns));
       w->Field("extra", k.extra);
@@ -79,8 +80,13 @@ std::string Joined(const std::vector<std::string>& items, size_t shown) {
 class Section : Page {
  public:
   Section(const std::vector<FusionDifference>& differences, const OpComparison* ops,
-          const PerSide<std::string>& labels, size_t top, bool markdown)
-      : Page(markdown), differences_(differences), ops_(ops), labels_(labels), top_(top) {}
+          const PerSide<std::string>& labels, size_t top, bool markdown, bool full_names)
+      : Page(markdown),
+        differences_(differences),
+        ops_(ops),
+        labels_(labels),
+        top_(top),
+        full_names_(full_names) {}
 
   std::string Render() && {
     Heading(
@@ -132,8 +138,9 @@ class Section : Page {
   std::string Code(const std::string& s) const { return markdown_ ? "`" + s + "`" : s; }
 
   void Difference(const FusionDifference& d) {
-    const std::string extra = ExtraKernelList(d, markdown_);
-    const std::string fused = d.fused_kernel.empty() ? "-" : Code(d.fused_kernel);
+    const std::string extra = ExtraKernelList(d, markdown_, full_names_);
+    const std::string fused =
+        d.fused_kernel.empty() ? "-" : Code(full_names_ ? d.fused_kernel_name : d.fused_kernel);
     if (markdown_) {
       Line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                        FusionDifferenceKindName(d.kind), FusionRelationName(d.relation), Where(d),
@@ -176,6 +183,7 @@ class Section : Page {
   const OpComparison* ops_;
   const PerSide<std::string>& labels_;
   const size_t top_;
+  const bool full_names_;
 };
 
 std::string CategoriesCell(const std::vector<std::pair<std::string, uint64_t>>& categories) {
@@ -196,11 +204,11 @@ std::string OpsCell(const std::vector<std::string>& ops) {
 
 // ExtraKernelList() is "elementwise_kernel x96 (MemCopy), add_rmsnorm_quant_kernel x48
 // (RMSNorm)": the extra kernels over the instances.
-std::string ExtraKernelList(const FusionDifference& d, bool markdown) {
+std::string ExtraKernelList(const FusionDifference& d, bool markdown, bool full_names) {
   std::string out;
   for (const ExtraKernels& k : d.extra_kernels) {
-    out += fmt::format("{}{}{}{} x{} ({})", out.empty() ? "" : ", ", markdown ? "`" : "", k.family,
-                       markdown ? "`" : "", k.count, k.category);
+    out += fmt::format("{}{}{}{} x{} ({})", out.empty() ? "" : ", ", markdown ? "`" : "",
+                       full_names ? k.example : k.family, markdown ? "`" : "", k.count, k.category);
   }
   return out.empty() ? "(none)" : out;
 }
@@ -269,6 +277,7 @@ void FusionDifferencesJson(const std::vector<FusionDifference>& differences, PyJ
     for (const ExtraKernels& k : d.extra_kernels) {
       w->BeginObject();
       w->Field("name", k.family);
+      w->Field("example", k.example);
       w->Field("category", k.category);
       w->Field("count", k.count);
       w->EndObject();
@@ -280,6 +289,12 @@ void FusionDifferencesJson(const std::vector<FusionDifference>& differences, PyJ
       w->Null();
     } else {
       w->Value(d.fused_kernel);
+    }
+    w->Key("fused_kernel_full_name");
+    if (d.fused_kernel_name.empty()) {
+      w->Null();
+    } else {
+      w->Value(d.fused_kernel_name);
     }
     w->Key("fused_kernel_category");
     if (d.fused_kernel_category.empty()) {
@@ -296,8 +311,8 @@ void FusionDifferencesJson(const std::vector<FusionDifference>& differences, PyJ
 
 std::string FusionDifferencesSection(const std::vector<FusionDifference>& differences,
                                      const OpComparison* ops, const PerSide<std::string>& labels,
-                                     size_t top, bool markdown) {
-  return Section(differences, ops, labels, top, markdown).Render();
+                                     size_t top, bool markdown, bool full_names) {
+  return Section(differences, ops, labels, top, markdown, full_names).Render();
 }
 
 std::string FusionDifferencesCsv(const std::vector<FusionDifference>& differences) {

@@ -19,9 +19,10 @@ void FusionDifferencesJson(const std::vector<FusionDifference>& differences, PyJ
 // FusionDifferencesSection() is the section "Fusion differences by operator" of a text or
 // markdown report: the first `top` differences, each with who fuses what into which kernel and
 // what it saves. `ops` (may be null) gives each op's matched instances, for "x1 of 4".
+// `full_names`: the kernels by their full names (in the example instance) instead of families.
 std::string FusionDifferencesSection(const std::vector<FusionDifference>& differences,
                                      const OpComparison* ops, const PerSide<std::string>& labels,
-                                     size_t top, bool markdown);
+                                     size_t top, bool markdown, bool full_names);
 
 // FusionDifferencesHtml() is the section "Fusion differences by operator" of an HTML page, as
 // `ops --format html` shows it (report/ops/html.cc): for `compare --by-op --format html` too.
@@ -48,8 +49,9 @@ std::string FusionVerdict(const FusionDifference& d, const PerSide<std::string>&
 std::string TimesText(const FusionDifference& d, const PerSide<std::string>& labels);
 
 // ExtraKernelList() is "elementwise_kernel x96 (MemCopy), ...": the extra kernels by family over
-// the instances, "(none)" without any; `markdown` quotes the names.
-std::string ExtraKernelList(const FusionDifference& d, bool markdown);
+// the instances, "(none)" without any; `markdown` quotes the names; `full_names` names each family
+// by its first extra kernel's full name.
+std::string ExtraKernelList(const FusionDifference& d, bool markdown, bool full_names = false);
 
 // AchievedByTypeJson() writes the keys "achieved_by_type" (`ops.type_work`) and
 // "achieved_by_type_left_out" into the open object.

@@ -33,7 +33,8 @@ constexpr size_t kMaxAlignedColumns = 300;  // per strip: a longer one would not
 constexpr size_t kMaxExampleRows = 60;      // per example's table of kernels
 constexpr size_t kFamiliesShown = 3;        // kernel families per table cell
 constexpr size_t kOpNamesShown = 4;         // op names per unmatched stretch side
-constexpr size_t kNameChars = 80;           // kernel names in tables and cell titles
+constexpr size_t kNameChars = 80;           // kernel names in tables
+constexpr size_t kTitleNameChars = 500;     // full kernel names in strip cells' titles
 
 // The page's own layout: op names and steps kept on one line, scopes broken between words.
 constexpr std::string_view kOpsStyle = R"(td.op,td.step{white-space:nowrap}
@@ -63,8 +64,8 @@ std::string FamiliesHtml(const std::vector<OpKernels>& kernels) {
   std::string out;
   for (size_t i = 0; i < kernels.size() && i < kFamiliesShown; ++i) {
     out += fmt::format("{}{} &times;{} {} us", i ? "<br>" : "",
-                       KernelNameCode(kernels[i].family, kNameChars), kernels[i].count,
-                       MicrosText(kernels[i].time_ns));
+                       KernelNameCode(kernels[i].family, kNameChars, kernels[i].example),
+                       kernels[i].count, MicrosText(kernels[i].time_ns));
   }
   if (kernels.size() > kFamiliesShown) {
     out += fmt::format("<br><span class=\"muted\">{} more</span>", kernels.size() - kFamiliesShown);
@@ -380,12 +381,12 @@ void OpsHtmlPage::DifferenceChart(size_t shown) {
 
 namespace {
 
-// ExtraKernelsHtml() lists the extra kernels by name (the full family on hover), count and
-// category.
+// ExtraKernelsHtml() lists the extra kernels by family (an example's full name on hover), count
+// and category.
 std::string ExtraKernelsHtml(const FusionDifference& d) {
   std::string out;
   for (const ExtraKernels& k : d.extra_kernels) {
-    out += StrCat(out.empty() ? "" : "<br>", KernelNameCode(k.family, kNameChars), " x",
+    out += StrCat(out.empty() ? "" : "<br>", KernelNameCode(k.family, kNameChars, k.example), " x",
                   Thousands(k.count), " (", HtmlEscaped(k.category), ")");
   }
   return out.empty() ? "-" : out;
@@ -430,7 +431,8 @@ void OpsHtmlPage::DifferenceTable(size_t shown) {
         MicrosText(d.sides[Side::kTrace1].time_ns), Thousands(d.sides[Side::kTrace2].kernels),
         MicrosText(d.sides[Side::kTrace2].time_ns), ExtraKernelsHtml(d),
         MicrosText(d.extra_time_ns),
-        d.fused_kernel.empty() ? "-" : KernelNameCode(d.fused_kernel, kNameChars),
+        d.fused_kernel.empty() ? "-"
+                               : KernelNameCode(d.fused_kernel, kNameChars, d.fused_kernel_name),
         HtmlEscaped(SavingText(d)));
   }
   Add("</table>\n");
@@ -503,7 +505,7 @@ void OpsHtmlPage::DifferenceExample(size_t i, const FusionDifference& d) {
     const bool involved =
         !same_type || kernel.extra || (s == d.fused_by && kernel.family == d.fused_kernel);
     return SequenceCell{Colour(kernels[s][k].category), !involved,
-                        fmt::format("{} ({}, {:.1f} us)", Shorten(kernel.family, kNameChars),
+                        fmt::format("{} ({}, {:.1f} us)", Shorten(kernel.name, kTitleNameChars),
                                     kernel.category, Micros(kernel.time_ns))};
   }));
   ExampleTable(d, columns);
@@ -527,7 +529,7 @@ void OpsHtmlPage::ExampleTable(const FusionDifference& d,
       const FusionKernel& kernel = d.sides[s].example[k];
       const bool fused = s == d.fused_by && kernel.family == d.fused_kernel;
       Add("<td>{}{}</td><td>{}</td><td class=\"n\">{}</td>",
-          KernelNameCode(kernel.family, kNameChars),
+          KernelNameCode(kernel.family, kNameChars, kernel.name),
           fused ? " <span class=\"muted\">(fused)</span>" : "", HtmlEscaped(kernel.category),
           MicrosText(kernel.time_ns));
     }

@@ -18,6 +18,7 @@ void KernelsJson(const std::vector<OpKernels>& kernels, PyJsonWriter* w) {
   for (const OpKernels& k : kernels) {
     w->BeginObject();
     w->Field("name", k.family);
+    w->Field("example", k.example);
     w->Field("count", k.count);
     w->Field("time_us", Micros(k.time_ns));
     w->EndObject();

@@ -15,15 +15,16 @@
 namespace tracefuse {
 namespace {
 
-// KernelList() names a side's kernel families with their counts and times, the first few.
-std::string KernelList(const std::vector<OpKernels>& kernels) {
+// KernelList() names a side's kernel families (or, `full_names`, their examples) with their counts
+// and times, the first few.
+std::string KernelList(const std::vector<OpKernels>& kernels, bool full_names) {
   constexpr size_t kShown = 3;
   if (kernels.empty()) return "(no kernels)";
   std::string out;
   for (size_t i = 0; i < kernels.size() && i < kShown; ++i) {
     if (!out.empty()) out += "; ";
-    out += fmt::format("{} x{} {} us", kernels[i].family, kernels[i].count,
-                       MicrosText(kernels[i].time_ns));
+    out += fmt::format("{} x{} {} us", full_names ? kernels[i].example : kernels[i].family,
+                       kernels[i].count, MicrosText(kernels[i].time_ns));
   }
   if (kernels.size() > kShown) out += fmt::format("; {} more", kernels.size() - kShown);
   return out;
@@ -82,7 +83,7 @@ class OpsPage : Page {
     out_ += IdleSection(context_.traces, context_.labels, markdown_);
     OpRows("Ops that differ most", [](const OpRow& r) { return r.matched; });
     out_ += FusionDifferencesSection(ops_.fusion_differences, &ops_, context_.labels, context_.top,
-                                     markdown_);
+                                     markdown_, context_.full_names);
     FurthestFromPeak();
     out_ += AchievedByTypeSection(ops_, context_.labels, markdown_);
     Instances();
@@ -221,7 +222,8 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
       Line(fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", row.op,
                        scope_text.at(row.scope), row.instances, MicrosText(x.time_ns),
                        MicrosText(y.time_ns), SignedMicrosText(row.delta_ns()), ratio,
-                       KernelList(x.kernels), KernelList(y.kernels),
+                       KernelList(x.kernels, context_.full_names),
+                       KernelList(y.kernels, context_.full_names),
                        AchievedText(row, Side::kTrace1, ops_.traces[Side::kTrace1].peak),
                        AchievedText(row, Side::kTrace2, ops_.traces[Side::kTrace2].peak)));
       continue;
@@ -232,7 +234,8 @@ void OpsPage::OpRows(const std::string& title, Keep keep) {
                      ratio));
     for (Side side : kSides) {
       const std::string achieved = AchievedText(row, side, ops_.traces[side].peak);
-      Line(fmt::format("      {}: {}{}", Label(side), KernelList(row.sides[side].kernels),
+      Line(fmt::format("      {}: {}{}", Label(side),
+                       KernelList(row.sides[side].kernels, context_.full_names),
                        achieved.empty() ? "" : " -- " + achieved));
     }
   }
@@ -250,7 +253,8 @@ void OpsPage::Instances() {
                      MicrosText(m.sides[Side::kTrace2].time_ns), SignedMicrosText(m.delta_ns())));
     for (Side side : kSides) {
       Line(fmt::format("{}{}{}: {}", SubBullet(), Label(side),
-                       m.graph[side] ? " (graph replay)" : "", KernelList(m.sides[side].kernels)));
+                       m.graph[side] ? " (graph replay)" : "",
+                       KernelList(m.sides[side].kernels, context_.full_names)));
     }
     const auto& types = m.types;
     if (!types[Side::kTrace1].empty() && !types[Side::kTrace2].empty()) {
