@@ -42,10 +42,10 @@ vertical-align:-1px}.key:first-child{margin-left:0}
 details{border:1px solid var(--line);border-radius:6px;padding:4px 12px;margin:6px 0}
 summary{cursor:pointer;padding:2px 0}
 ol.evidence{padding-left:22px}ol.evidence li{margin:4px 0}
-.seq{display:flex;flex-wrap:wrap;gap:1px;margin:8px 0 4px}
+.seq{display:flex;flex-wrap:wrap;gap:2px;margin:8px 0 4px}
 .seq>span{display:flex;flex-direction:column;gap:2px;padding-bottom:2px}
 .seq>span.diff{border-bottom:2px solid var(--fg)}
-.seq b{display:block;width:9px;height:15px;border-radius:1px}
+.seq b{display:block;width:14px;height:20px;border-radius:2px}
 .seq b.gap{background:transparent;outline:1px dashed var(--muted);outline-offset:-1px}
 .seq b.aside{opacity:.3}
 .k0{fill:#4e79a7;background:#4e79a7}.k1{fill:#f28e2b;background:#f28e2b}

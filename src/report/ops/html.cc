@@ -36,9 +36,11 @@ constexpr size_t kOpNamesShown = 4;         // op names per unmatched stretch si
 constexpr size_t kNameChars = 80;           // kernel names in tables
 constexpr size_t kTitleNameChars = 500;     // full kernel names in strip cells' titles
 
-// The page's own layout: op names and steps kept on one line, scopes broken between words.
-constexpr std::string_view kOpsStyle = R"(td.op,td.step{white-space:nowrap}
+// The page's own layout: steps kept on one line, op names and scopes broken between words, kernel
+// cells with room for a name's words; numeric headers wrap (the labels make them long).
+constexpr std::string_view kOpsStyle = R"(td.step{white-space:nowrap}th.n{white-space:normal}
 td.scope code{word-break:normal;overflow-wrap:break-word}
+td.kernels{min-width:22ch}td.extra,td.fused-kernel{min-width:16ch}.counted{white-space:nowrap;color:var(--muted)}
 )";
 
 std::string StepText(int32_t step) {
@@ -63,9 +65,9 @@ std::string FamiliesHtml(const std::vector<OpKernels>& kernels) {
   if (kernels.empty()) return "<span class=\"muted\">(no kernels)</span>";
   std::string out;
   for (size_t i = 0; i < kernels.size() && i < kFamiliesShown; ++i) {
-    out += fmt::format("{}{} &times;{} {} us", i ? "<br>" : "",
+    out += fmt::format("{}{} <span class=\"counted\">&times;{} {} us</span>", i ? "<br>" : "",
                        KernelNameCode(kernels[i].family, kNameChars, kernels[i].example),
-                       kernels[i].count, MicrosText(kernels[i].time_ns));
+                       Thousands(kernels[i].count), MicrosText(kernels[i].time_ns));
   }
   if (kernels.size() > kFamiliesShown) {
     out += fmt::format("<br><span class=\"muted\">{} more</span>", kernels.size() - kFamiliesShown);
@@ -299,35 +301,48 @@ void OpsHtmlPage::OpRows(const char* id, const char* title, Keep keep) {
   doc_.Append("</section>\n");
 }
 
+// The achieved columns are left out where no row has a rate: most graph-replay traces record no
+// shapes, and two empty columns would squeeze the kernel names.
 void OpsHtmlPage::OpTable(const std::vector<const OpRow*>& rows) {
   const std::string a = HtmlEscaped(Label(Side::kTrace1));
   const std::string b = HtmlEscaped(Label(Side::kTrace2));
+  std::vector<PerSide<std::string>> achieved;
+  bool any_achieved = false;
+  for (const OpRow* row : rows) {
+    achieved.push_back({AchievedText(*row, Side::kTrace1, ops_.traces[Side::kTrace1].peak),
+                        AchievedText(*row, Side::kTrace2, ops_.traces[Side::kTrace2].peak)});
+    any_achieved = any_achieved || !achieved.back()[Side::kTrace1].empty() ||
+                   !achieved.back()[Side::kTrace2].empty();
+  }
   doc_.Append(
       "<table class=\"ops\">\n<tr><th>op</th><th>scope</th><th class=\"n\">instances</th>"
       "<th class=\"n\">{0} us</th><th class=\"n\">{1} us</th><th class=\"n\">delta us</th>"
-      "<th class=\"n\">ratio</th><th>{0} kernels</th><th>{1} kernels</th>"
-      "<th>{0} achieved</th><th>{1} achieved</th></tr>\n",
-      a, b);
+      "<th class=\"n\">ratio</th><th>{0} kernels</th><th>{1} kernels</th>{2}</tr>\n",
+      a, b, any_achieved ? fmt::format("<th>{} achieved</th><th>{} achieved</th>", a, b) : "");
   std::vector<std::string> scopes;
   for (const OpRow* row : rows) scopes.push_back(row->scope);
   const std::map<std::string, std::string> scope_text = DistinctShortScopes(scopes);
-  for (const OpRow* row : rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const OpRow* row = rows[i];
     const std::optional<double> ratio = TimeRatio(row->sides);
     doc_.Append(
-        "<tr data-op=\"{0}\" data-scope=\"{1}\"><td class=\"op\"><code>{0}</code></td>"
+        "<tr data-op=\"{0}\" data-scope=\"{1}\"><td class=\"op\"><code>{11}</code></td>"
         "<td class=\"scope\">{2}</td>"
         "<td class=\"instances n\">{3}</td><td class=\"time1 n\">{4}</td>"
         "<td class=\"time2 n\">{5}</td><td class=\"delta n\">{6}</td>"
-        "<td class=\"ratio n\">{7}</td><td>{8}</td><td>{9}</td>"
-        "<td class=\"achieved1\">{10}</td><td class=\"achieved2\">{11}</td></tr>\n",
+        "<td class=\"ratio n\">{7}</td><td class=\"kernels\">{8}</td>"
+        "<td class=\"kernels\">{9}</td>{10}</tr>\n",
         HtmlEscaped(row->op), HtmlEscaped(row->scope),
         ScopeHtml(row->scope, &scope_text.at(row->scope)), Thousands(row->instances),
         MicrosText(row->sides[Side::kTrace1].time_ns),
         MicrosText(row->sides[Side::kTrace2].time_ns), SignedMicrosText(row->delta_ns()),
         ratio ? RatioText(*ratio) : "-", FamiliesHtml(row->sides[Side::kTrace1].kernels),
         FamiliesHtml(row->sides[Side::kTrace2].kernels),
-        HtmlEscaped(AchievedText(*row, Side::kTrace1, ops_.traces[Side::kTrace1].peak)),
-        HtmlEscaped(AchievedText(*row, Side::kTrace2, ops_.traces[Side::kTrace2].peak)));
+        any_achieved ? fmt::format("<td class=\"achieved1\">{}</td><td class=\"achieved2\">{}</td>",
+                                   HtmlEscaped(achieved[i][Side::kTrace1]),
+                                   HtmlEscaped(achieved[i][Side::kTrace2]))
+                     : "",
+        KernelNameWithBreaks(row->op));
   }
   doc_.Append("</table>\n");
 }
@@ -408,7 +423,7 @@ void OpsHtmlPage::DifferenceTable(size_t shown) {
     const bool algorithm = d.relation == FusionRelation::kAlgorithm;
     std::string where = d.kind == FusionDifferenceKind::kModule
                             ? ""
-                            : StrCat("<code>", HtmlEscaped(d.op), "</code>");
+                            : StrCat("<code>", KernelNameWithBreaks(d.op), "</code>");
     if (where.empty() || !d.scope.empty()) {
       where += StrCat(where.empty() ? "" : "<br>", ScopeHtml(d.scope));
     }
@@ -563,14 +578,14 @@ void OpsHtmlPage::FurthestFromPeak() {
                                      RoofText(*g.achieved[side].roof, row.work[side].dtype())));
     };
     doc_.Append(
-        "<tr data-op=\"{0}\"><td class=\"op\"><code>{0}</code></td><td class=\"scope\">{1}</td>"
+        "<tr data-op=\"{0}\"><td class=\"op\"><code>{9}</code></td><td class=\"scope\">{1}</td>"
         "<td class=\"n\">{2}</td><td class=\"n\">{3}</td><td class=\"n\">{4}</td>"
         "<td class=\"n\">{5}</td><td class=\"n\">{6}</td><td>{7}</td>"
         "<td class=\"n\">{8}</td></tr>\n",
         HtmlEscaped(row.op), ScopeHtml(row.scope), Thousands(row.instances), percent(Side::kTrace1),
         MicrosText(row.sides[Side::kTrace1].time_ns), percent(Side::kTrace2),
         MicrosText(row.sides[Side::kTrace2].time_ns), HtmlEscaped(Label(g.behind)),
-        MicrosText(g.saving_ns));
+        MicrosText(g.saving_ns), KernelNameWithBreaks(row.op));
   }
   doc_.Append("</table>\n</section>\n");
 }
@@ -606,7 +621,7 @@ void OpsHtmlPage::InstanceRow(const MatchedInstance& m) {
       "<td class=\"n\">{}</td><td class=\"scope\">{}</td>"
       "<td class=\"time1 n\">{}</td><td class=\"time2 n\">{}</td><td class=\"delta n\">{}</td>"
       "<td>{}</td><td>{}</td></tr>\n",
-      HtmlEscaped(m.op), HtmlEscaped(m.op), StepText(m.step), m.index, ScopeHtml(m.scope),
+      HtmlEscaped(m.op), KernelNameWithBreaks(m.op), StepText(m.step), m.index, ScopeHtml(m.scope),
       MicrosText(m.sides[Side::kTrace1].time_ns), MicrosText(m.sides[Side::kTrace2].time_ns),
       SignedMicrosText(m.delta_ns()), kernels[Side::kTrace1], kernels[Side::kTrace2]);
   if (m.types[Side::kTrace1].empty() || m.types[Side::kTrace2].empty()) return;
