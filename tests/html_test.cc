@@ -73,6 +73,21 @@ TEST(DistinctShortScopes, LengthensOnlyTheScopesThatWouldReadAlike) {
   EXPECT_NE(deep.at("A/B/C"), deep.at("X/A/B/C"));
 }
 
+// A chart's bar labels name the module that tells two rows of one op apart; an op that no other
+// row shares keeps its name alone.
+TEST(DistinctOpLabels, NameTheModuleWhereTwoRowsOfOneOpPart) {
+  const std::string text = "Owlv2Model/Owlv2TextTransformer/Owlv2Encoder/Owlv2Attention";
+  const std::string vision = "Owlv2Model/Owlv2VisionTransformer/Owlv2Encoder/Owlv2Attention";
+  EXPECT_EQ(DistinctOpLabels({{"aten::linear", text},
+                              {"aten::linear", vision},
+                              {"aten::softmax", text},
+                              {"aten::add", ""},
+                              {"aten::add", "Model"}}),
+            (std::vector<std::string>{"aten::linear (Owlv2TextTransformer)",
+                                      "aten::linear (Owlv2VisionTransformer)", "aten::softmax",
+                                      "aten::add (no module)", "aten::add (Model)"}));
+}
+
 TEST(HtmlEscaped, EscapesTheFiveMarkupCharacters) {
   EXPECT_EQ(HtmlEscaped("a<b>&\"c'd"), "a&lt;b&gt;&amp;&quot;c&#39;d");
   EXPECT_EQ(HtmlEscaped("gemm_128x64 (1.2x)"), "gemm_128x64 (1.2x)");

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_split.h"
 #include "tracefuse/analyze/op_work.h"
 #include "tracefuse/base/strings.h"
 #include "tracefuse/classify/classifier.h"
@@ -64,6 +65,33 @@ std::map<std::string, std::string> DistinctShortScopes(const std::vector<std::st
   std::map<std::string, std::string> shown;
   for (const auto& [scope, n] : modules) shown[scope] = LastModules(scope, n);
   return shown;
+}
+
+std::vector<std::string> DistinctOpLabels(
+    const std::vector<std::pair<std::string, std::string>>& op_scopes) {
+  std::map<std::string, std::vector<std::vector<std::string>>> scopes_of;  // op -> module lists
+  for (const auto& [op, scope] : op_scopes) scopes_of[op].push_back(absl::StrSplit(scope, '/'));
+  std::vector<std::string> labels;
+  for (const auto& [op, scope] : op_scopes) {
+    const std::vector<std::vector<std::string>>& same = scopes_of[op];
+    if (same.size() < 2) {
+      labels.push_back(op);
+      continue;
+    }
+    // The first module where the paths of this op's entries disagree.
+    size_t part = 0;
+    for (bool agree = true; agree; ++part) {
+      for (const std::vector<std::string>& modules : same) {
+        if (part >= modules.size() || modules[part] != same[0][part]) agree = false;
+      }
+      if (!agree) break;
+    }
+    const std::vector<std::string> modules = absl::StrSplit(scope, '/');
+    const std::string module =
+        scope.empty() ? "no module" : (part < modules.size() ? modules[part] : modules.back());
+    labels.push_back(StrCat(op, " (", module, ")"));
+  }
+  return labels;
 }
 
 int64_t KernelTimeNs(const TraceProfile& profile) {

@@ -45,6 +45,13 @@ std::string ShortScope(const std::string& scope);
 // the first where they part): full path -> what to show.
 std::map<std::string, std::string> DistinctShortScopes(const std::vector<std::string>& scopes);
 
+// DistinctOpLabels() names each (op, scope) of a chart in a few words: the op alone where no
+// other entry has its name, else the op and the first module where its scope parts from the
+// others of that name, "aten::linear (Owlv2TextTransformer)" against "aten::linear
+// (Owlv2VisionTransformer)"; "(no module)" for an empty scope.
+std::vector<std::string> DistinctOpLabels(
+    const std::vector<std::pair<std::string, std::string>>& op_scopes);
+
 // MillisAsMicros() is Millis(ns) * 1000: `breakdown` and the fusion JSON report microseconds
 // computed so, which can differ from Micros() in the last bit, and their outputs are pinned.
 double MillisAsMicros(int64_t ns);

@@ -81,8 +81,8 @@ std::string KernelNameCode(std::string_view name, size_t shown_chars,
                            std::string_view full_name = {});
 
 // KernelNameWithBreaks() is `name` escaped, with a <wbr> at each word boundary of a kernel name:
-// after '_', "::", ',', '<', '(', '/' and '.' (not in "..."), and between a lower-case letter or digit and an
-// upper-case letter (DeviceRadix|Sort), never inside a word.
+// after '_', "::", ',', '<', '(', '/' and '.' (not in "..."), and between a lower-case letter or
+// digit and an upper-case letter (DeviceRadix|Sort), never inside a word.
 std::string KernelNameWithBreaks(std::string_view name);
 
 // SequenceCell is one kernel of an aligned sequence (a `.seq` strip: two rows of cells, one per

@@ -46,8 +46,7 @@ std::string FusionDifferenceText(const MergeSummary& summary, const OpFusionDiff
 // FusedKernelText() names the fusing side's kernel that does the extra kernels' work: "NVIDIA's
 // fmhaSm#fKernel_QkvE#m#OBfloat#... does their work", the name cut to `width`; "" where the
 // difference names none (relation "algorithm", or no kernel found).
-std::string FusedKernelText(const MergeSummary& summary, const OpFusionDifference& d,
-                            size_t width);
+std::string FusedKernelText(const MergeSummary& summary, const OpFusionDifference& d, size_t width);
 
 // LinkedShareText() is the share of a side's kernel time linked to ops over the pairs compared
 // --by-op: "AMD 99.9% median, lowest 97.0% (rank-3)".

@@ -280,11 +280,15 @@ void OpsHtmlPage::OpRows(const char* id, const char* title, Keep keep) {
     doc_.Append("<p>None.</p>\n</section>\n");
     return;
   }
+  std::vector<std::pair<std::string, std::string>> op_scopes;
+  for (const OpRow* row : rows) op_scopes.emplace_back(row->op, row->scope);
+  const std::vector<std::string> labels = DistinctOpLabels(op_scopes);
   std::vector<BarRow> bars;
-  for (const OpRow* row : rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const OpRow* row = rows[i];
     const std::optional<double> ratio = TimeRatio(row->sides);
     bars.push_back(
-        {row->op,
+        {labels[i],
          {{Micros(row->sides[Side::kTrace1].time_ns), "s1"},
           {Micros(row->sides[Side::kTrace2].time_ns), "s2"}},
          fmt::format("{} / {} us", MicrosText(row->sides[Side::kTrace1].time_ns),
