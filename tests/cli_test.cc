@@ -1108,6 +1108,11 @@ TEST_F(CompareCli, OpsFailuresNameTheFileAndLeaveNoReport) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "tracefuse: error: --csv-table fusion_differences needs --by-op\n");
   EXPECT_FALSE(std::filesystem::exists(out));
+  r = RunCommand(std::string(TRACEFUSE_BINARY) + " compare " + Traces() + " --full-names -o " +
+                 out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "tracefuse: error: --full-names needs --by-op\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace

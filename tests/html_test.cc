@@ -86,6 +86,12 @@ TEST(DistinctOpLabels, NameTheModuleWhereTwoRowsOfOneOpPart) {
             (std::vector<std::string>{"aten::linear (Owlv2TextTransformer)",
                                       "aten::linear (Owlv2VisionTransformer)", "aten::softmax",
                                       "aten::add (no module)", "aten::add (Model)"}));
+  // Three paths: each named by the module after the longest path it shares with another.
+  EXPECT_EQ(DistinctOpLabels({{"mm", "A/B/X"}, {"mm", "A/B/Y"}, {"mm", "A/C/Z"}}),
+            (std::vector<std::string>{"mm (X)", "mm (Y)", "mm (C)"}));
+  // Paths that differ only in depth read alike by module: their distinct short scopes instead.
+  const std::vector<std::string> deep = DistinctOpLabels({{"mm", "A/B"}, {"mm", "A/B/B"}});
+  EXPECT_NE(deep[0], deep[1]);
 }
 
 TEST(HtmlEscaped, EscapesTheFiveMarkupCharacters) {
@@ -111,16 +117,15 @@ TEST(KernelNameCode, ShowsTheFamilyAndItsFullNameOnHover) {
 
 // A name breaks only between its words: after _ :: , < ( / . and before a capital that follows a
 // small letter or a digit, never inside "vectorized" or "Onesweep".
-TEST(KernelNameWithBreaks, BreaksBetweenWordsOnly) {
-  EXPECT_EQ(KernelNameWithBreaks("at::native::vectorized_elementwise_kernel<4, Fill<int>>"),
+TEST(NameWithBreaks, BreaksBetweenWordsOnly) {
+  EXPECT_EQ(NameWithBreaks("at::native::vectorized_elementwise_kernel<4, Fill<int>>"),
             "at::<wbr>native::<wbr>vectorized_<wbr>elementwise_<wbr>kernel&lt;<wbr>4,<wbr> "
             "Fill&lt;<wbr>int&gt;&gt;");
-  EXPECT_EQ(KernelNameWithBreaks("cub::DeviceRadixSortOnesweepKernel"),
+  EXPECT_EQ(NameWithBreaks("cub::DeviceRadixSortOnesweepKernel"),
             "cub::<wbr>Device<wbr>Radix<wbr>Sort<wbr>Onesweep<wbr>Kernel");
-  EXPECT_EQ(KernelNameWithBreaks("sm90_xmma_gemm_bf16bf16"),
-            "sm90_<wbr>xmma_<wbr>gemm_<wbr>bf16bf16");
-  EXPECT_EQ(KernelNameWithBreaks("a_"), "a_");  // no break at the end
-  EXPECT_EQ(KernelNameWithBreaks("x<&>"), "x&lt;<wbr>&amp;&gt;");
+  EXPECT_EQ(NameWithBreaks("sm90_xmma_gemm_bf16bf16"), "sm90_<wbr>xmma_<wbr>gemm_<wbr>bf16bf16");
+  EXPECT_EQ(NameWithBreaks("a_"), "a_");  // no break at the end
+  EXPECT_EQ(NameWithBreaks("x<&>"), "x&lt;<wbr>&amp;&gt;");
 }
 
 // The widths of the chart's bars, in document order.

@@ -18,6 +18,9 @@ int RunCompare(const CompareArgs& a) {
     return Fail(absl::InvalidArgumentError("--csv-table fusion_differences needs --by-op"),
                 kExitUsage);
   }
+  if (a.options.full_names && !a.options.by_op) {
+    return Fail(absl::InvalidArgumentError("--full-names needs --by-op"), kExitUsage);
+  }
   PipelineOptions options = a.pipeline;
   std::unique_ptr<ProgressLine> progress = ProgressLine::Start(a.progress, &options);
   int exit_code = kExitOk;

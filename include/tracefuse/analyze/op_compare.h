@@ -231,8 +231,10 @@ struct TypeWork {
 // op whose kernel time is mostly of another type (or that has no FLOPs).
 struct WorkLeftOut {
   uint64_t ops = 0;
-  CategoryWork work;       // their FLOPs, and the time of their credited type's kernels
-  uint64_t all_flops = 0;  // the FLOPs of every unit of the side, left out or not
+  CategoryWork work;  // their FLOPs, and the time of their credited type's kernels
+  // The FLOPs of every unit of the side that credits a type (with FLOPs and kernels), left out
+  // or not.
+  uint64_t all_flops = 0;
 };
 
 // OpComparison is CompareOps()'s result. It moves and does not copy: its rows, groups and
@@ -244,10 +246,10 @@ struct OpComparison {
   OpComparison(const OpComparison&) = delete;
   OpComparison& operator=(const OpComparison&) = delete;
 
-  // names holds each op and kernel-family name that the groups and kernel lists view, once: a
-  // comparison of two multi-GB traces has 10^5 groups of up to 50 ops each, but hundreds of
-  // distinct names. A deque, so that a name does not move when another is added or the
-  // comparison moves.
+  // names holds each op name, kernel-family name and example kernel name that the groups and
+  // kernel lists view, once: a comparison of two multi-GB traces has 10^5 groups of up to 50
+  // ops each, but hundreds of distinct names (and only the examples shown of the kernel names). A
+  // deque, so that a name does not move when another is added or the comparison moves.
   std::deque<std::string> names;
   PerSide<OpTraceSummary> traces;
   uint64_t matched_ops = 0;                      // pairs

@@ -151,34 +151,49 @@ void SortKernels(std::vector<OpKernels>* kernels) {
   });
 }
 
-// KernelNames is how one trace's kernel names are told: per profile name its family
-// (OpTree::name_family), and the family and full names as held by the comparison.
+// KernelNames maps one trace's kernel names (the profile's name ids) to their families
+// (OpTree::name_family, names held by the comparison) and their full names (the profile's own,
+// which HoldExamples() replaces by held copies once the counting is done).
 struct KernelNames {
   const std::vector<uint32_t>* name_family = nullptr;
-  std::vector<std::string_view> families;  // per family
-  std::vector<std::string_view> names;     // per profile name
+  std::vector<std::string_view> families;           // per family
+  const std::vector<std::string>* names = nullptr;  // per profile name
 
-  // Families() is `totals` (pairs of a name id and its NameCount: a NameTotals or a short list of
+  // ByFamily() is `totals` (pairs of a name id and its NameCount: a NameTotals or a short list of
   // them) by family, each with its example, sorted: by time (descending), then family.
   template <typename Totals>
-  std::vector<OpKernels> Families(const Totals& totals) const {
+  std::vector<OpKernels> ByFamily(const Totals& totals) const {
     std::vector<OpKernels> kernels;
-    absl::flat_hash_map<uint32_t, size_t> at;  // family -> its place in `kernels`
-    std::vector<int64_t> example_ns;           // per place: the example's own time
+    std::vector<uint32_t> family_of;  // per place in `kernels`
+    std::vector<int64_t> example_ns;  // per place: the example's own time
+    // Most units and groups run a few families: a linear search; a hash map past that.
+    constexpr size_t kSearchedFamilies = 16;
+    absl::flat_hash_map<uint32_t, size_t> at;
     for (const auto& [name, counted] : totals) {
       const uint32_t family = (*name_family)[name];
-      auto [it, added] = at.try_emplace(family, kernels.size());
-      if (added) {
-        kernels.push_back(OpKernels{families[family], names[name], 0, 0});
+      size_t place = kernels.size();
+      if (kernels.size() <= kSearchedFamilies) {
+        place = static_cast<size_t>(std::find(family_of.begin(), family_of.end(), family) -
+                                    family_of.begin());
+      } else {
+        if (at.empty()) {
+          for (size_t i = 0; i < family_of.size(); ++i) at.emplace(family_of[i], i);
+        }
+        place = at.try_emplace(family, kernels.size()).first->second;
+      }
+      const std::string_view name_text = (*names)[name];
+      if (place == kernels.size()) {
+        kernels.push_back(OpKernels{families[family], name_text, 0, 0});
+        family_of.push_back(family);
         example_ns.push_back(counted.time_ns);
       }
-      OpKernels& k = kernels[it->second];
+      OpKernels& k = kernels[place];
       k.count += counted.count;
       k.time_ns += counted.time_ns;
-      int64_t& best = example_ns[it->second];
-      if (counted.time_ns > best || (counted.time_ns == best && names[name] < k.example)) {
+      int64_t& best = example_ns[place];
+      if (counted.time_ns > best || (counted.time_ns == best && name_text < k.example)) {
         best = counted.time_ns;
-        k.example = names[name];
+        k.example = name_text;
       }
     }
     SortKernels(&kernels);
@@ -208,7 +223,7 @@ struct SideTotals {
     OpSide side;
     side.instances = instances;
     side.time_ns = time_ns;
-    side.kernels = names.Families(kernels);
+    side.kernels = names.ByFamily(kernels);
     return side;
   }
 };
@@ -232,10 +247,11 @@ struct TraceUnits {
   std::vector<std::string_view> op_names;  // per tree name
   KernelNames kernel_names;
   // Written while the steps are aligned, by the one block that holds each unit's step.
-  mutable std::vector<uint32_t> row;      // per unit: its row's key, (key << 1) | matched
-  mutable std::vector<uint32_t> group;    // per unit: its unmatched group, or kNone
-  mutable std::vector<uint32_t> partner;  // trace 1's units: the matched trace-2 unit, or kNone
-  std::vector<WorkTotals> set_work;       // per work set of the tree (WorkOfSets())
+  mutable std::vector<uint32_t> row;    // per unit: its row's key, (key << 1) | matched
+  mutable std::vector<uint32_t> group;  // per unit: its unmatched group, or kNone
+  // Trace 1's units only: the matched trace-2 unit, or kNone (until CompareTypeWork()).
+  mutable std::vector<uint32_t> partner;
+  std::vector<WorkTotals> set_work;  // per work set of the tree (WorkOfSets())
 };
 
 void SideTotals::Add(const TraceUnits& trace, size_t unit) {
@@ -306,7 +322,9 @@ class Comparer {
            const OpCompareOptions& options)
       : options_(options),
         traces_{{Prepare(*profiles[Side::kTrace1], *trees[Side::kTrace1]),
-                 Prepare(*profiles[Side::kTrace2], *trees[Side::kTrace2])}} {}
+                 Prepare(*profiles[Side::kTrace2], *trees[Side::kTrace2])}} {
+    traces_[0].partner.assign(traces_[0].tree->units.size(), kNone);
+  }
 
   OpComparison Run() {
     std::vector<int64_t> steps;
@@ -344,6 +362,7 @@ class Comparer {
     CompareTypeWork(unit_work);
     AddNoLaunchRow(&all);
     Summarize(&all, top, instance_kernels);
+    HoldExamples();
     return std::move(out_);
   }
 
@@ -355,11 +374,10 @@ class Comparer {
     t.op_names = HoldNames(tree.names);
     t.kernel_names.name_family = &tree.name_family;
     t.kernel_names.families = HoldNames(tree.families);
-    t.kernel_names.names = HoldNames(profile.names);
+    t.kernel_names.names = &profile.names;
     t.set_work = WorkOfSets(tree);
     t.row.assign(tree.units.size(), kNone);
     t.group.assign(tree.units.size(), kNone);
-    t.partner.assign(tree.units.size(), kNone);
     t.scope_parts.resize(tree.scopes.size());
     t.scope_path.resize(tree.scopes.size());
     for (size_t s = 1; s < tree.scopes.size(); ++s) {  // parents come before their children
@@ -430,25 +448,52 @@ class Comparer {
     for (uint32_t u2 = 0; u2 < second.size(); ++u2) {
       CountLeftOut(second[u2], second_compared[u2], &out_.type_work_left_out[Side::kTrace2]);
     }
+    traces_[0].partner = std::vector<uint32_t>();  // read by nothing after this
   }
 
   static void CountLeftOut(const UnitCategoryWork& unit, bool compared, WorkLeftOut* left_out) {
     if (!unit.credits) return;
-    left_out->all_flops += unit.flops;
+    if (__builtin_add_overflow(left_out->all_flops, unit.flops, &left_out->all_flops)) {
+      left_out->all_flops = UINT64_MAX;  // saturates, as CategoryWork's FLOPs do
+    }
     if (compared) return;
     ++left_out->ops;
     left_out->work.Add(unit.flops, unit.time_ns);
+  }
+
+  // HoldExamples() makes the kernels' examples, which view the profiles' names while counting,
+  // view copies the comparison holds: only the names shown as examples, each once.
+  void HoldExamples() {
+    absl::flat_hash_map<const char*, std::string_view> held;  // a profile name's data -> copy
+    auto hold = [&](std::vector<OpKernels>* kernels) {
+      for (OpKernels& k : *kernels) {
+        auto [it, added] = held.try_emplace(k.example.data(), std::string_view());
+        if (added) it->second = HoldName(k.example);
+        k.example = it->second;
+      }
+    };
+    for (OpRow& row : out_.ops) {
+      for (Side side : kSides) hold(&row.sides[side].kernels);
+    }
+    for (UnmatchedGroup& group : out_.unmatched_groups) {
+      for (Side side : kSides) hold(&group.sides[side].kernels);
+    }
+    for (MatchedInstance& instance : out_.top_instances) {
+      for (Side side : kSides) hold(&instance.sides[side].kernels);
+    }
+  }
+
+  std::string_view HoldName(std::string_view name) {
+    auto [it, added] = held_names_.try_emplace(name, std::string_view());
+    if (added) it->second = out_.names.emplace_back(name);
+    return it->second;
   }
 
   // HoldNames() is `names` as held by the comparison, each distinct name once.
   std::vector<std::string_view> HoldNames(const std::vector<std::string>& names) {
     std::vector<std::string_view> held;
     held.reserve(names.size());
-    for (const std::string& name : names) {
-      auto [it, added] = held_names_.try_emplace(name, std::string_view());
-      if (added) it->second = out_.names.emplace_back(name);
-      held.push_back(it->second);
-    }
+    for (const std::string& name : names) held.push_back(HoldName(name));
     return held;
   }
 
@@ -481,13 +526,16 @@ class Comparer {
       instance_of.try_emplace(static_cast<uint32_t>(side == Side::kTrace1 ? top[i].u1 : top[i].u2),
                               i);
     }
-    // A group has few families: a short list each, where a hash map each would take more than
-    // the groups themselves (10^5 of them on a 4 GB pair).
+    // A group has few kernel names: a short list each, where a hash map each would take more
+    // than the groups themselves (10^5 of them on a 4 GB pair).
     std::vector<std::vector<Counted>> groups(all->groups.size());
     std::vector<Counted> run;  // the current unit's kernels, by name
+    // Where each name is in `run` (kNone: not there): a graph replay runs hundreds of names.
+    std::vector<uint32_t> place_in_run(t.profile->names.size(), kNone);
     uint32_t current = kNone;
     auto flush = [&] {
       if (current == kNone) return;
+      for (const Counted& c : run) place_in_run[c.name] = kNone;
       NameTotals& row = all->rows[all->row_ids.at(t.row[current])].sides[side].kernels;
       auto instance = instance_of.find(current);
       for (const Counted& c : run) {
@@ -508,11 +556,16 @@ class Comparer {
         flush();
         current = unit;
       }
-      Count(k.name, 1, k.dur_ns, &run);
+      uint32_t& place = place_in_run[k.name];
+      if (place == kNone) {
+        place = static_cast<uint32_t>(run.size());
+        run.push_back(Counted{k.name, {}});
+      }
+      run[place].counted.Add(1, k.dur_ns);
     });
     flush();
     for (size_t g = 0; g < groups.size(); ++g) {
-      all->groups[g].sides[side].kernels = t.kernel_names.Families(groups[g]);
+      all->groups[g].sides[side].kernels = t.kernel_names.ByFamily(groups[g]);
       groups[g] = std::vector<Counted>();
     }
     return instances;

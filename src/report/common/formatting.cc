@@ -1,5 +1,6 @@
 #include "report/common/formatting.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_split.h"
@@ -69,27 +70,48 @@ std::map<std::string, std::string> DistinctShortScopes(const std::vector<std::st
 
 std::vector<std::string> DistinctOpLabels(
     const std::vector<std::pair<std::string, std::string>>& op_scopes) {
-  std::map<std::string, std::vector<std::vector<std::string>>> scopes_of;  // op -> module lists
-  for (const auto& [op, scope] : op_scopes) scopes_of[op].push_back(absl::StrSplit(scope, '/'));
+  std::vector<std::vector<std::string>> modules;
+  std::map<std::string, std::vector<size_t>> entries_of;  // op -> its entries
+  for (size_t i = 0; i < op_scopes.size(); ++i) {
+    modules.push_back(absl::StrSplit(op_scopes[i].second, '/'));
+    entries_of[op_scopes[i].first].push_back(i);
+  }
+  auto shared_prefix = [&](size_t i, size_t j) {
+    size_t n = 0;
+    while (n < modules[i].size() && n < modules[j].size() && modules[i][n] == modules[j][n]) ++n;
+    return n;
+  };
   std::vector<std::string> labels;
-  for (const auto& [op, scope] : op_scopes) {
-    const std::vector<std::vector<std::string>>& same = scopes_of[op];
-    if (same.size() < 2) {
-      labels.push_back(op);
-      continue;
-    }
-    // The first module where the paths of this op's entries disagree.
+  for (size_t i = 0; i < op_scopes.size(); ++i) {
+    const auto& [op, scope] = op_scopes[i];
+    // The module after the longest path this entry shares with another of its op.
     size_t part = 0;
-    for (bool agree = true; agree; ++part) {
-      for (const std::vector<std::string>& modules : same) {
-        if (part >= modules.size() || modules[part] != same[0][part]) agree = false;
-      }
-      if (!agree) break;
+    bool shared = false;
+    for (size_t j : entries_of[op]) {
+      if (j == i) continue;
+      shared = true;
+      part = std::max(part, shared_prefix(i, j));
     }
-    const std::vector<std::string> modules = absl::StrSplit(scope, '/');
-    const std::string module =
-        scope.empty() ? "no module" : (part < modules.size() ? modules[part] : modules.back());
-    labels.push_back(StrCat(op, " (", module, ")"));
+    if (!shared) {
+      labels.push_back(op);
+    } else if (scope.empty()) {
+      labels.push_back(StrCat(op, " (no module)"));
+    } else {
+      labels.push_back(StrCat(op, " (", modules[i][std::min(part, modules[i].size() - 1)], ")"));
+    }
+  }
+  // Paths that differ only in their depth ("A/B" and "A/B/B") can still read alike: those take
+  // their distinct short scopes instead.
+  std::map<std::string, std::vector<size_t>> by_label;
+  for (size_t i = 0; i < labels.size(); ++i) by_label[labels[i]].push_back(i);
+  std::vector<std::string> scopes;
+  for (const auto& [op, scope] : op_scopes) scopes.push_back(scope);
+  const std::map<std::string, std::string> short_scopes = DistinctShortScopes(scopes);
+  for (const auto& [label, same] : by_label) {
+    if (same.size() < 2) continue;
+    for (size_t i : same) {
+      labels[i] = StrCat(op_scopes[i].first, " (", short_scopes.at(op_scopes[i].second), ")");
+    }
   }
   return labels;
 }

@@ -182,7 +182,7 @@ std::string BarChartSvg(const std::vector<BarRow>& rows, std::string_view title)
       kChartWidth, y - kRowGap / 2, HtmlEscaped(title), kBarLeft, body);
 }
 
-std::string KernelNameWithBreaks(std::string_view name) {
+std::string NameWithBreaks(std::string_view name) {
   auto lower = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
   std::string out;
@@ -208,10 +208,10 @@ std::string KernelNameCode(std::string_view name, size_t shown_chars, std::strin
   const std::string shown = Shorten(name, shown_chars);
   const std::string_view title = !full_name.empty() ? full_name : name;
   if (shown == name && title == name) {
-    return StrCat("<code>", KernelNameWithBreaks(name), "</code>");
+    return StrCat("<code>", NameWithBreaks(name), "</code>");
   }
   return StrCat("<code title=\"", HtmlEscaped(Shorten(title, kTitleChars)), "\">",
-                KernelNameWithBreaks(shown), "</code>");
+                NameWithBreaks(shown), "</code>");
 }
 
 std::string SequenceColumnHtml(const PerSide<const SequenceCell*>& cells, bool same_type) {

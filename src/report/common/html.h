@@ -76,14 +76,14 @@ std::string BarChartSvg(const std::vector<BarRow>& rows, std::string_view title)
 // the name (up to 2,000 characters) on hover when cut, or `full_name` on hover where given (a
 // family's example: the name that tells cutlass_80_... from sm90_...). Template arguments make
 // names long, and their tail is what tells two apart. A line breaks only between the name's words
-// (KernelNameWithBreaks()).
+// (NameWithBreaks()).
 std::string KernelNameCode(std::string_view name, size_t shown_chars,
                            std::string_view full_name = {});
 
-// KernelNameWithBreaks() is `name` escaped, with a <wbr> at each word boundary of a kernel name:
+// NameWithBreaks() is a kernel or op name escaped, with a <wbr> at each of its word boundaries:
 // after '_', "::", ',', '<', '(', '/' and '.' (not in "..."), and between a lower-case letter or
 // digit and an upper-case letter (DeviceRadix|Sort), never inside a word.
-std::string KernelNameWithBreaks(std::string_view name);
+std::string NameWithBreaks(std::string_view name);
 
 // SequenceCell is one kernel of an aligned sequence (a `.seq` strip: two rows of cells, one per
 // side): its category's colour class, whether it is faded (`aside`: not what the strip is shown

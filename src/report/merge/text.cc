@@ -279,7 +279,8 @@ void MergePage::ByOperator() {
     const OpFusionDifference& d = s_.fusion_differences[i];
     Wrapped(StrCat(Bullet(), "  ", FusionDifferenceText(s_, d, 32)));
     const std::string fused = FusedKernelText(s_, d, kMaxColumns - 6);
-    if (!fused.empty()) Line(StrCat(Bullet(), "    ", fused));
+    // Markdown: a continuation of the item, as Wrapped()'s second line is.
+    if (!fused.empty()) Line(StrCat(markdown_ ? "" : Bullet(), "    ", fused));
   }
   if (differences > kMaxOpRows) {
     Line(

@@ -351,6 +351,7 @@ bool AnyFlops(const OpComparison& ops) {
 
 // The section's title, and what a type's TFLOP/s divides.
 constexpr const char* kAchievedTitle = "Achieved TFLOP/s by kernel type";
+constexpr const char* kNoTypeCompared = "no type has matched ops of it on both sides";
 constexpr const char* kAchievedScope =
     "FLOPs over time of the matched ops mostly of the type on both sides";
 
@@ -393,6 +394,12 @@ class AchievedSection : Page {
 
   std::string Render() && {
     Heading(fmt::format("{} ({})", kAchievedTitle, kAchievedScope));
+    const std::string indent = markdown_ ? "" : "  ";
+    if (ops_.type_work.empty()) {
+      Line(indent + kNoTypeCompared);
+      Line(indent + LeftOutText(ops_, labels_));
+      return std::move(out_);
+    }
     if (markdown_) {
       Line(fmt::format("| type | op pairs | {} TFLOP/s | {} TFLOP/s |", labels_[Side::kTrace1],
                        labels_[Side::kTrace2]));
@@ -407,8 +414,8 @@ class AchievedSection : Page {
                                    t.pairs == 1 ? "pair" : "pairs", labels_[Side::kTrace1], a,
                                    labels_[Side::kTrace2], b));
     }
-    if (ops_.type_work.empty()) Line(markdown_ ? "" : "  no type has matched ops on both sides");
-    Line(fmt::format("{}{}", markdown_ ? "" : "  ", LeftOutText(ops_, labels_)));
+    if (markdown_) Line("");  // a paragraph, not one more row of the table
+    Line(indent + LeftOutText(ops_, labels_));
     return std::move(out_);
   }
 
@@ -466,10 +473,16 @@ std::string AchievedByTypeHtml(const OpComparison& ops, const PerSide<std::strin
   const std::string a = HtmlEscaped(labels[Side::kTrace1]);
   const std::string b = HtmlEscaped(labels[Side::kTrace2]);
   std::string out = fmt::format(
-      "<section id=\"achieved-by-type\">\n<h2>{} <span class=\"muted\">({})</span></h2>\n"
+      "<section id=\"achieved-by-type\">\n<h2>{} <span class=\"muted\">({})</span></h2>\n",
+      kAchievedTitle, kAchievedScope);
+  if (ops.type_work.empty()) {
+    return StrCat(out, "<p>", kNoTypeCompared, "</p>\n<p class=\"note\">",
+                  HtmlEscaped(LeftOutText(ops, labels)), "</p>\n</section>\n");
+  }
+  out += fmt::format(
       "<table class=\"achieved\">\n<tr><th>type</th><th class=\"n\">op pairs</th>"
       "<th class=\"n\">{} TFLOP/s</th><th class=\"n\">{} TFLOP/s</th></tr>\n",
-      kAchievedTitle, kAchievedScope, a, b);
+      a, b);
   for (const TypeWork& t : ops.type_work) {
     out += fmt::format(
         "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\" title=\"{}\">{}</td>"

@@ -34,7 +34,7 @@ constexpr size_t kMaxExampleRows = 60;      // per example's table of kernels
 constexpr size_t kFamiliesShown = 3;        // kernel families per table cell
 constexpr size_t kOpNamesShown = 4;         // op names per unmatched stretch side
 constexpr size_t kNameChars = 80;           // kernel names in tables
-constexpr size_t kTitleNameChars = 500;     // full kernel names in strip cells' titles
+constexpr size_t kTitleNameChars = 160;     // full kernel names in strip cells' titles
 
 // The page's own layout: steps kept on one line, op names and scopes broken between words, kernel
 // cells with room for a name's words; numeric headers wrap (the labels make them long).
@@ -346,7 +346,7 @@ void OpsHtmlPage::OpTable(const std::vector<const OpRow*>& rows) {
                                    HtmlEscaped(achieved[i][Side::kTrace1]),
                                    HtmlEscaped(achieved[i][Side::kTrace2]))
                      : "",
-        KernelNameWithBreaks(row->op));
+        NameWithBreaks(row->op));
   }
   doc_.Append("</table>\n");
 }
@@ -427,7 +427,7 @@ void OpsHtmlPage::DifferenceTable(size_t shown) {
     const bool algorithm = d.relation == FusionRelation::kAlgorithm;
     std::string where = d.kind == FusionDifferenceKind::kModule
                             ? ""
-                            : StrCat("<code>", KernelNameWithBreaks(d.op), "</code>");
+                            : StrCat("<code>", NameWithBreaks(d.op), "</code>");
     if (where.empty() || !d.scope.empty()) {
       where += StrCat(where.empty() ? "" : "<br>", ScopeHtml(d.scope));
     }
@@ -589,7 +589,7 @@ void OpsHtmlPage::FurthestFromPeak() {
         HtmlEscaped(row.op), ScopeHtml(row.scope), Thousands(row.instances), percent(Side::kTrace1),
         MicrosText(row.sides[Side::kTrace1].time_ns), percent(Side::kTrace2),
         MicrosText(row.sides[Side::kTrace2].time_ns), HtmlEscaped(Label(g.behind)),
-        MicrosText(g.saving_ns), KernelNameWithBreaks(row.op));
+        MicrosText(g.saving_ns), NameWithBreaks(row.op));
   }
   doc_.Append("</table>\n</section>\n");
 }
@@ -625,7 +625,7 @@ void OpsHtmlPage::InstanceRow(const MatchedInstance& m) {
       "<td class=\"n\">{}</td><td class=\"scope\">{}</td>"
       "<td class=\"time1 n\">{}</td><td class=\"time2 n\">{}</td><td class=\"delta n\">{}</td>"
       "<td>{}</td><td>{}</td></tr>\n",
-      HtmlEscaped(m.op), KernelNameWithBreaks(m.op), StepText(m.step), m.index, ScopeHtml(m.scope),
+      HtmlEscaped(m.op), NameWithBreaks(m.op), StepText(m.step), m.index, ScopeHtml(m.scope),
       MicrosText(m.sides[Side::kTrace1].time_ns), MicrosText(m.sides[Side::kTrace2].time_ns),
       SignedMicrosText(m.delta_ns()), kernels[Side::kTrace1], kernels[Side::kTrace2]);
   if (m.types[Side::kTrace1].empty() || m.types[Side::kTrace2].empty()) return;
