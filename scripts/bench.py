@@ -26,6 +26,9 @@ LAYOUTS = sorted(os.environ.get("BENCH_LAYOUTS", "kineto lines compact").split()
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 THREADS = os.environ.get("BENCH_THREADS", "2")
 TF = "build/tracefuse"
+# Where `ops --format perfetto` writes (hundreds of MB): removed before each run, untimed, so that
+# a run writes a new file as a first run would, not over the last run's.
+PERFETTO_OUT = os.path.join(CACHE, "bench.pftrace")
 FLOOR = "build/floor" if os.path.exists("build/floor") else None
 # The floor program reads one event per line: it measures the "lines" layout only.
 FLOOR_LAYOUT = "lines"
@@ -121,6 +124,8 @@ def settle_page_cache(path, again=False):
 
 def timed(cmd):
     """Wall seconds and peak RSS (MB) of a shell command, via /usr/bin/time."""
+    if PERFETTO_OUT in cmd and os.path.exists(PERFETTO_OUT):
+        os.remove(PERFETTO_OUT)
     out = subprocess.run(["/usr/bin/time", "-f", "TIME %e %M", "sh", "-c", cmd + " >/dev/null"],
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -152,6 +157,9 @@ def cases_for(size, layout):
         (f"stats {size} AMD", f"{TF} stats {a} --threads {THREADS}", gb_a),
         (f"compare {size} pair", f"{TF} compare {a} {n} --format json --threads {THREADS}", gb_a + gb_n),
         (f"ops {size} pair", f"{TF} ops {a} {n} --format json --threads {THREADS}", gb_a + gb_n),
+        # Issue 53: both sides as one Perfetto trace, against ops' JSON.
+        (f"ops {size} pair, perfetto",
+         f"{TF} ops {a} {n} --format perfetto --threads {THREADS} -o {PERFETTO_OUT}", gb_a + gb_n),
         # Issue 31: classification by launching op costs nothing where every name matches a rule
         # (the generator's traces): the default against --name-only, which never reads the CPU side.
         (f"breakdown {size} AMD", f"{TF} breakdown {a} --threads {THREADS}", gb_a),
@@ -200,7 +208,9 @@ def ratio_column(name, size, t, med):
     if name.startswith("compare") and tool:
         parts.append(f"{t / med[f'{tool} -dc {size} pair'][0]:.2f}x the time of {tool} -dc")
         parts.append(f"{t / med[f'compare {size} pair'][0]:.2f}x the plain pair's")
-    if name.startswith("ops"):
+    if name == f"ops {size} pair, perfetto":
+        parts.append(f"{t / med[f'ops {size} pair'][0]:.2f}x ops --format json's time")
+    elif name.startswith("ops"):
         parts.append(f"{t / med[f'compare {size} pair'][0]:.2f}x compare's time")
     if name == f"breakdown {size} AMD":
         parts.append(f"{t / med[f'breakdown {size} AMD, --name-only'][0]:.2f}x --name-only's time")
@@ -235,6 +245,12 @@ def targets_for(size, layout, med, pair_gb):
     if ops_rss_limit:
         targets.append((f"{layout}: ops {size} pair: peak RSS <= {ops_rss_limit} MB",
                         f"{ops_rss:.0f} MB", ops_rss <= ops_rss_limit))
+    # Issue 53: the Perfetto trace takes at most 1.5x ops' JSON time, and no more memory.
+    pf_t, pf_rss = med[f"ops {size} pair, perfetto"]
+    targets.append((f"{layout}: ops {size} pair, perfetto: within 1.5x of ops --format json",
+                    f"{pf_t / ops_t:.2f}x", pf_t / ops_t <= 1.5))
+    targets.append((f"{layout}: ops {size} pair, perfetto: peak RSS within ops --format json's",
+                    f"{pf_rss:.0f} MB / {ops_rss:.0f} MB", pf_rss <= ops_rss))
     # Issue 26: the fusion differences by operator add at most 10 % to ops' time and peak RSS,
     # against a baseline binary without them (BENCH_BASELINE).
     if BASELINE:

@@ -1101,8 +1101,8 @@ TEST_F(CompareCli, OpsFailuresNameTheFileAndLeaveNoReport) {
   r = RunCommand(std::string(TRACEFUSE_BINARY) + " ops " + Traces() + " --format pdf");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "tracefuse: error: --format: pdf not in {text,json,csv,markdown,html} (run 'tracefuse "
-            "ops --help')\n");
+            "tracefuse: error: --format: pdf not in {text,json,csv,markdown,html,perfetto} (run "
+            "'tracefuse ops --help')\n");
   r = RunCommand(std::string(TRACEFUSE_BINARY) + " compare " + Traces() +
                  " --csv-table fusion_differences -o " + out);
   EXPECT_EQ(r.exit_code, 2);

@@ -108,6 +108,45 @@ TEST(KernelStream, RoundTripsRecordsInTraceOrder) {
   EXPECT_LT(s.encoded_bytes(), records.size() * 16);
 }
 
+// A stream that keeps placement gives each kernel's device and stream back, in trace and in ts
+// order; one that does not gives -1 for both, whatever was pushed.
+TEST(KernelStream, KeepsDeviceAndStreamWhenAsked) {
+  std::mt19937_64 rng(17);
+  std::vector<KernelRecord> records = RandomRecords(rng, 50'000, 0.05);
+  int32_t device = -1, stream = -1;
+  size_t moves = 0;
+  for (KernelRecord& k : records) {
+    if (rng() % 10 == 0) {                           // most kernels run where the one before did
+      device = static_cast<int32_t>(rng() % 9) - 1;  // -1 (none) to 7
+      stream = static_cast<int32_t>(rng() % 200) - 1;
+      ++moves;
+    }
+    k.device = device;
+    k.stream = stream;
+  }
+  records.push_back({5, 1, 3, kNoGroup, std::numeric_limits<int32_t>::min(),
+                     std::numeric_limits<int32_t>::max()});
+  KernelStream placed, plain;
+  placed.KeepPlacement();
+  for (const KernelRecord& k : records) {
+    placed.push_back(k);
+    plain.push_back(k);
+  }
+  EXPECT_EQ(testing::Records(placed), records);
+  std::vector<KernelRecord> unplaced = records;
+  for (KernelRecord& k : unplaced) k.device = k.stream = -1;
+  EXPECT_EQ(testing::Records(plain), unplaced);
+  std::vector<KernelRecord> in_ts_order;
+  placed.ForEachInTsOrder([&](const KernelRecord& k) { in_ts_order.push_back(k); });
+  std::vector<KernelRecord> sorted = records;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const KernelRecord& a, const KernelRecord& b) { return a.ts_ns < b.ts_ns; });
+  EXPECT_EQ(in_ts_order, sorted);
+  // A kernel that moved costs its device and stream (a few bytes); one that did not, at most the
+  // name's bit.
+  EXPECT_LT(placed.encoded_bytes() - plain.encoded_bytes(), moves * 4 + records.size() / 4);
+}
+
 std::vector<KernelRecord> InTsOrder(const KernelStream& s) {
   std::vector<KernelRecord> out;
   s.ForEachInTsOrder([&](const KernelRecord& k) { out.push_back(k); });
@@ -118,6 +157,69 @@ std::vector<KernelRecord> StableSortedByTs(std::vector<KernelRecord> records) {
   std::stable_sort(records.begin(), records.end(),
                    [](const KernelRecord& a, const KernelRecord& b) { return a.ts_ns < b.ts_ns; });
   return records;
+}
+
+// Correlation ids as CUPTI numbers them (mostly one more than the last), with jumps both ways and
+// the extremes, read back in order, at random and backwards.
+TEST(PackedCorrelations, ReadsBackEveryIdInAnyOrder) {
+  std::mt19937_64 rng(5);
+  std::vector<int64_t> ids;
+  int64_t id = 1000;
+  for (int i = 0; i < 5000; ++i) {
+    id += rng() % 50 == 0 ? static_cast<int64_t>(rng() % 100000) - 50000 : 1;
+    ids.push_back(id);
+  }
+  ids.insert(ids.begin() + 700,
+             {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 0, -1});
+  const PackedCorrelations packed(ids);
+  ASSERT_EQ(packed.size(), ids.size());
+  PackedCorrelations::Cursor cursor;
+  for (uint32_t g = 0; g < ids.size(); ++g) ASSERT_EQ(packed.At(g, &cursor), ids[g]) << g;
+  for (uint32_t g = static_cast<uint32_t>(ids.size()); g-- > 0;) {
+    ASSERT_EQ(packed.At(g, &cursor), ids[g]) << g;
+  }
+  for (int i = 0; i < 2000; ++i) {
+    const auto g = static_cast<uint32_t>(rng() % ids.size());
+    ASSERT_EQ(packed.At(g), ids[g]) << g;
+  }
+  EXPECT_LT(packed.size() * 2, ids.size() * sizeof(int64_t));  // most ids take a byte
+}
+
+// TraceProfile::PackGroupCorrelations() empties the vector; GroupCorrelation() reads either.
+TEST(PackedCorrelations, ProfileReadsThemPackedOrNot) {
+  TraceProfile p;
+  p.group_correlation = {7, 8, 9, 3};
+  EXPECT_EQ(p.GroupCorrelation(3), 3);
+  p.PackGroupCorrelations();
+  EXPECT_TRUE(p.group_correlation.empty());
+  EXPECT_EQ(p.correlated_groups(), 4u);
+  EXPECT_EQ(p.GroupCorrelation(0), 7);
+  EXPECT_EQ(p.GroupCorrelation(3), 3);
+  EXPECT_EQ(p.GroupCorrelation(4), std::nullopt);
+}
+
+// Spans whose start is far from their block's earliest, or whose duration 32 bits do not hold
+// (or that end before they start, or at the limits), come back whole.
+TEST(UnitSpans, RoundTripsEverySpan) {
+  std::mt19937_64 rng(9);
+  std::vector<UnitSpan> spans;
+  int64_t ts = 1'700'000'000'000'000'000;
+  for (int i = 0; i < 3000; ++i) {
+    ts += static_cast<int64_t>(rng() % 1'000'000);
+    spans.push_back(UnitSpan{ts, ts + static_cast<int64_t>(rng() % 5'000'000)});
+  }
+  spans[10].end_ns = spans[10].ts_ns + (int64_t{1} << 33);  // 8.6 s
+  spans[300].ts_ns += int64_t{1} << 40;                     // far from its block's base
+  spans[301].end_ns = spans[301].ts_ns - 5;                 // ends before it starts
+  spans[600] = UnitSpan{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+  spans[601] = UnitSpan{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max()};
+  UnitSpans kept;
+  kept.Set(spans);
+  ASSERT_EQ(kept.size(), spans.size());
+  for (size_t u = 0; u < spans.size(); ++u) {
+    EXPECT_EQ(kept[u].ts_ns, spans[u].ts_ns) << u;
+    EXPECT_EQ(kept[u].end_ns, spans[u].end_ns) << u;
+  }
 }
 
 TEST(KernelStream, TsOrderIsAStableSortByTimestamp) {

@@ -36,7 +36,8 @@ absl::StatusOr<Comparison> RunComparison(const std::string& trace1, const std::s
   }
   FusionOptions fusion;
   fusion.min_group_size = options.min_group_size;
-  const OpCompareOptions by_op;
+  OpCompareOptions by_op;
+  by_op.keep_partners = pipeline.keep_placement;
   absl::StatusOr<Comparison> comparison = CompareTraces(trace1, trace2, *classifier, pipeline,
                                                         fusion, options.by_op ? &by_op : nullptr);
   *exit_code = ExitCodeFor(comparison.status());
@@ -78,10 +79,32 @@ absl::Status WriteOpComparison(const Comparison& comparison, const CompareOption
   return written;
 }
 
+const std::vector<std::string>& CompareFormats() {
+  static const std::vector<std::string> formats = [] {
+    std::vector<std::string> all = FusionFormats();
+    all.push_back("perfetto");
+    return all;
+  }();
+  return formats;
+}
+
 absl::Status WriteComparison(const Comparison& comparison, const CompareOptions& options,
                              const std::string& format, const std::string& path, int* exit_code) {
-  absl::Status written =
-      WriteFusionReport(comparison.report, ComparisonContext(comparison, options), format, path);
+  absl::Status written;
+  if (format == "perfetto" && comparison.ops) {
+    const PerSide<TraceProfile>& traces = comparison.traces;
+    PerfettoInput input;
+    input.traces = {{&traces[Side::kTrace1], &traces[Side::kTrace2]}};
+    input.trees = {{&comparison.trees[Side::kTrace1], &comparison.trees[Side::kTrace2]}};
+    input.labels = ComparisonLabels(traces[Side::kTrace1], traces[Side::kTrace2], options.label1,
+                                    options.label2);
+    input.align = PerfettoAlignNamed(options.align);
+    input.threads = options.threads > 0 ? options.threads : DefaultThreadCount();
+    written = WriteOpsPerfetto(*comparison.ops, input, path);
+  } else {
+    written =
+        WriteFusionReport(comparison.report, ComparisonContext(comparison, options), format, path);
+  }
   *exit_code = ExitCodeFor(written, kExitIo);
   return written;
 }

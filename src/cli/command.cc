@@ -7,6 +7,7 @@
 #include "fmt/format.h"
 #include "tracefuse/batch/compare.h"
 #include "tracefuse/pipeline/flow_graph.h"
+#include "tracefuse/report/perfetto.h"
 #include "tracefuse/report/stats.h"
 
 namespace tracefuse::cli {
@@ -101,6 +102,15 @@ void AddNameOnlyOption(CLI::App* cmd, PipelineOptions* pipeline) {
                 "classify kernels by their names alone; by default the kernels no rule names are "
                 "classified by the ops that launched them (reading the CPU side of a trace that "
                 "has such kernels a second time)");
+}
+
+void AddAlignOption(CLI::App* cmd, std::string* align) {
+  cmd->add_option("--align", *align,
+                  "--format perfetto: steps places the sides so that matched steps start "
+                  "together; none keeps each side's recorded times, moved by one constant so that "
+                  "both begin together")
+      ->check(CLI::IsMember(PerfettoAligns()))
+      ->capture_default_str();
 }
 
 void AddMinGroupSizeOption(CLI::App* cmd, uint32_t* min_group_size) {

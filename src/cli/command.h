@@ -48,6 +48,9 @@ void AddTraceOptions(CLI::App* cmd, std::string* output, std::string* ruleset,
 // AddNameOnlyOption() declares --name-only, and turns classification by launching op on.
 void AddNameOnlyOption(CLI::App* cmd, PipelineOptions* pipeline);
 
+// AddAlignOption() declares --align, where --format perfetto places the two sides.
+void AddAlignOption(CLI::App* cmd, std::string* align);
+
 // AddMinGroupSizeOption() declares compare's --min-group-size.
 void AddMinGroupSizeOption(CLI::App* cmd, uint32_t* min_group_size);
 

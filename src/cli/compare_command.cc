@@ -21,15 +21,22 @@ int RunCompare(const CompareArgs& a) {
   if (a.options.full_names && !a.options.by_op) {
     return Fail(absl::InvalidArgumentError("--full-names needs --by-op"), kExitUsage);
   }
+  if (a.format == "perfetto" && !a.options.by_op) {
+    return Fail(absl::InvalidArgumentError("--format perfetto needs --by-op"), kExitUsage);
+  }
   PipelineOptions options = a.pipeline;
+  options.keep_placement = a.format == "perfetto";
+  options.idle_cpu_ops = !options.keep_placement;
+  CompareOptions compare = a.options;
+  compare.threads = options.threads;
   std::unique_ptr<ProgressLine> progress = ProgressLine::Start(a.progress, &options);
   int exit_code = kExitOk;
   absl::StatusOr<Comparison> comparison =
-      RunComparison(a.trace1, a.trace2, a.options, options, &exit_code);
+      RunComparison(a.trace1, a.trace2, compare, options, &exit_code);
   progress.reset();
   if (!comparison.ok()) return FailReading(comparison.status(), exit_code);
   for (const TraceProfile& trace : comparison->traces) WarnIfTruncated(trace);
-  absl::Status written = WriteComparison(*comparison, a.options, a.format, a.output, &exit_code);
+  absl::Status written = WriteComparison(*comparison, compare, a.format, a.output, &exit_code);
   return written.ok() ? kExitOk : Fail(written, exit_code);
 }
 
@@ -44,8 +51,9 @@ CLI::App* Declare(CLI::App* app, CompareArgs* a) {
   cmd->add_option("--format", a->format,
                   "text and markdown for people; html is one self-contained page for a browser "
                   "(bars, aligned groups, drill-downs); json keeps wafer's schema (plus a "
-                  "\"tracefuse\" key); csv has one row per kernel type")
-      ->check(CLI::IsMember(FusionFormats()))
+                  "\"tracefuse\" key); csv has one row per kernel type; perfetto (with --by-op) "
+                  "one Perfetto trace of both sides' kernels and ops, matched ops linked")
+      ->check(CLI::IsMember(CompareFormats()))
       ->capture_default_str();
   AddTraceOptions(cmd, &a->output, &a->options.ruleset, &a->pipeline);
   AddMinGroupSizeOption(cmd, &a->options.min_group_size);
@@ -62,6 +70,7 @@ CLI::App* Declare(CLI::App* app, CompareArgs* a) {
                   "idle split per device) or launches (per side, device and launch API)")
       ->check(CLI::IsMember(FusionCsvTables()))
       ->capture_default_str();
+  AddAlignOption(cmd, &a->options.align);
   AddProgressOption(cmd, &a->progress);
   cmd->add_option("--label1", a->options.label1,
                   "name for trace 1 in text, markdown and CSV (default: its platform)");

@@ -17,6 +17,7 @@ struct OpsArgs {
   uint32_t max_edit_distance = OpCompareOptions().edit_cap;
   std::string gpu_spec;  // "": the built-in peak table
   bool full_names = false;
+  std::string align = "steps";
   PipelineOptions pipeline;
 };
 
@@ -31,8 +32,12 @@ int RunOps(const OpsArgs& a) {
     gpu_specs = WithBuiltinGpuSpecs(*std::move(loaded));
   }
   PipelineOptions options = a.pipeline;
+  const bool perfetto = a.format == "perfetto";
+  options.keep_placement = perfetto;
+  options.idle_cpu_ops = !perfetto;
   std::unique_ptr<ProgressLine> progress = ProgressLine::Start(a.progress, &options);
   OpCompareOptions compare;
+  compare.keep_partners = perfetto;
   compare.top_instances = a.top;
   compare.edit_cap = a.max_edit_distance;
   if (gpu_specs) compare.gpu_specs = &*gpu_specs;
@@ -49,6 +54,9 @@ int RunOps(const OpsArgs& a) {
   context.top = a.top;
   context.csv_table = a.csv_table;
   context.full_names = a.full_names;
+  context.trees = {{&c->trees[Side::kTrace1], &c->trees[Side::kTrace2]}};
+  context.align = PerfettoAlignNamed(a.align);
+  context.threads = options.threads > 0 ? options.threads : DefaultThreadCount();
   context.read_seconds = c->read_seconds;
   context.analyze_seconds = c->analyze_seconds;
   absl::Status written = WriteOpsReport(c->ops, context, a.format, a.output);
@@ -68,7 +76,8 @@ CLI::App* Declare(CLI::App* app, OpsArgs* a) {
   cmd->add_option("--format", a->format,
                   "text and markdown for people; html one self-contained page (no script, "
                   "nothing fetched) with the example kernels aligned; json has every row (schema "
-                  "tracefuse.ops/1); csv one row per op and scope")
+                  "tracefuse.ops/1); csv one row per op and scope; perfetto one Perfetto trace "
+                  "of both sides' kernels and ops, matched ops linked (docs/reports.md)")
       ->check(CLI::IsMember(OpsFormats()))
       ->capture_default_str();
   cmd->add_option("--csv-table", a->csv_table,
@@ -90,6 +99,7 @@ CLI::App* Declare(CLI::App* app, OpsArgs* a) {
   cmd->add_flag("--full-names", a->full_names,
                 "text and markdown: name each kernel family by its example, the full name of its "
                 "kernels with the most time there (JSON has both; HTML shows it on hover)");
+  AddAlignOption(cmd, &a->align);
   AddTraceOptions(cmd, &a->output, &a->ruleset, &a->pipeline);
   AddProgressOption(cmd, &a->progress);
   cmd->add_option("--label1", a->label1, "name for trace 1 (default: its platform)");

@@ -206,6 +206,7 @@ void ParsedChunk::Clear() {
   whole_graph_replays = 0;
   whole_graph_replay_ns = 0;
   transfers.clear();
+  transfer_names.Clear();
   transfers_with_bad_times = 0;
   launches.clear();
   launch_apis.Clear();
@@ -301,6 +302,7 @@ struct ChunkParser::Impl {
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_names;
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_host_names;
   absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_launch_apis;
+  absl::flat_hash_map<std::string_view, uint32_t, StringHash, StringEq> local_transfer_names;
   std::string_view last_launch_api;  // LaunchApi()'s last name, valid while the chunk has one
   uint32_t last_launch_api_index = 0;
   StringMap<uint32_t> local_threads;
@@ -324,6 +326,7 @@ struct ChunkParser::Impl {
     local_names.clear();
     local_host_names.clear();
     local_launch_apis.clear();
+    local_transfer_names.clear();
     local_shapes.clear();
     buffer = HugePageBuffer();
     parser = od::parser();
@@ -455,7 +458,8 @@ struct ChunkParser::Impl {
     const int32_t device = f.kernel.device >= 0 ? f.kernel.device : DeviceFromPid(f.pid_raw);
     const bool has_correlation = f.kernel.flags & KernelEvent::kHasCorrelation;
     out->transfers.push_back(
-        GpuTransfer{*ts, *dur, f.kernel.correlation, device, f.kernel.stream, has_correlation});
+        GpuTransfer{*ts, *dur, f.kernel.correlation, device, f.kernel.stream, has_correlation,
+                    Intern(f.name, &local_transfer_names, &out->transfer_names)});
     return absl::OkStatus();
   }
 
@@ -884,6 +888,7 @@ absl::Status ChunkParser::ParseInBuffers(const EventChunk& chunk, const std::str
   ClearKeepingCapacity(&im.local_names);
   ClearKeepingCapacity(&im.local_host_names);
   ClearKeepingCapacity(&im.local_launch_apis);
+  ClearKeepingCapacity(&im.local_transfer_names);
   ClearKeepingCapacity(&im.local_threads);
   ClearKeepingCapacity(&im.local_shapes);
   im.host_name_model.clear();

@@ -24,6 +24,7 @@ void ImportedChunk::Start(ParsedChunk* chunk, uint64_t seq) {
   api_names_.clear();
   threads_.clear();
   host_names_.clear();
+  transfer_names_[0] = transfer_names_[1] = kUnnamed;
   kernels_ = memcpys_ = memsets_ = launches_ = annotations_ = operators_ = graph_replays_ = 0;
 }
 

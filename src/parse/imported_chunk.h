@@ -89,8 +89,11 @@ class ImportedChunk {
   // AddTransfer() adds a memcpy (`is_memset` false) or memset.
   void AddTransfer(bool is_memset, int64_t start_ns, int64_t end_ns, int32_t device, int32_t stream,
                    std::optional<int64_t> correlation) {
+    // The vendors' tables name no transfer: each is named by its kind, as Kineto names them.
+    uint32_t& name = transfer_names_[is_memset];
+    if (name == kUnnamed) name = chunk_->transfer_names.Append(is_memset ? "Memset" : "Memcpy");
     chunk_->transfers.push_back(GpuTransfer{start_ns, end_ns - start_ns, correlation.value_or(0),
-                                            device, stream, correlation.has_value()});
+                                            device, stream, correlation.has_value(), name});
     ++(is_memset ? memsets_ : memcpys_);
   }
 
@@ -146,6 +149,8 @@ class ImportedChunk {
   bool host_activity_;
   ParsedChunk* chunk_ = nullptr;
   absl::flat_hash_map<int64_t, uint32_t> kernel_names_, api_names_;
+  static constexpr uint32_t kUnnamed = UINT32_MAX;
+  uint32_t transfer_names_[2] = {kUnnamed, kUnnamed};  // memcpy's, memset's in the chunk
   absl::flat_hash_map<std::pair<int64_t, int64_t>, uint32_t> threads_;
   StringMap<uint32_t> host_names_;
   uint64_t kernels_ = 0, memcpys_ = 0, memsets_ = 0, launches_ = 0, annotations_ = 0,

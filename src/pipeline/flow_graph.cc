@@ -547,6 +547,8 @@ class TraceRun {
         import_progress_(progress),
         trace_index_(trace_index) {
     if (!importer_) source_.emplace(path, std::move(input.bytes), options, progress, trace_index);
+    if (options.keep_placement && options.keep_kernel_records) reducer_.KeepPlacement();
+    if (!options.idle_cpu_ops) reducer_.SkipIdleCpuOps();
   }
 
   // RecordCpuWaits() has the reducer keep the cpu_wait part of each gap (TraceReducer's).
@@ -734,6 +736,7 @@ absl::Status ReadCpuSideAgain(const std::string& path, TraceFormat format,
   host.Append(profile->host);
   host.any_order_reason = std::move(profile->host.any_order_reason);
   host.events_read_again = end;
+  host.unit_spans = profile->host.unit_spans;  // the second pass keeps no kernel records
   profile->host = std::move(host);
   return absl::OkStatus();
 }
@@ -751,7 +754,8 @@ absl::Status ReadGpuTimelineAgain(const std::string& path, TraceFormat format,
   if (!input.ok()) return input.status();
   TraceRun run(path, std::move(*input), std::move(classifier), again, threads, nullptr, 0, 0,
                GpuTimelineReading::kCollect);
-  if (options.host_activity) run.RecordCpuWaits();  // the first pass read the CPU side
+  // The first pass read the CPU side.
+  if (options.host_activity && options.idle_cpu_ops) run.RecordCpuWaits();
   absl::StatusOr<TraceProfile> whole = run.Run(std::chrono::steady_clock::now());
   if (!whole.ok()) return whole.status();
   GpuTimeline& timeline = profile->gpu_timeline;
@@ -1025,6 +1029,7 @@ absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::st
     c.report = AnalyzeFusion(c.traces[Side::kTrace1], c.traces[Side::kTrace2], fusion);
     if (by_op != nullptr) {
       c.ops = CompareLinkedOperators(&links, &c.traces, *by_op, options.keep_kernel_records);
+      if (options.keep_placement) c.trees = std::move(links.trees);
     }
   });
   c.analyze_seconds =
@@ -1053,7 +1058,7 @@ absl::StatusOr<OperatorComparison> CompareOperators(const std::string& path1,
   auto read = std::chrono::steady_clock::now();
   c.read_seconds = std::chrono::duration<double>(read - started).count();
   arena.execute([&] {
-    c.ops = CompareLinkedOperators(&links, &c.traces, compare, false);
+    c.ops = CompareLinkedOperators(&links, &c.traces, compare, options.keep_placement);
     c.trees = std::move(links.trees);
   });
   c.analyze_seconds =

@@ -189,6 +189,21 @@ std::string_view LaunchUnitName(std::string_view call) {
   return "[kernel launch]";
 }
 
+void UnitSpans::Place(size_t unit, const UnitSpan& span) {
+  // 32 bits or apart: a difference that overflows, or does not fit, is kept whole.
+  auto fits = [](int64_t from, int64_t to, uint32_t* out) {
+    int64_t d;
+    if (__builtin_sub_overflow(to, from, &d) || d < 0 || d >= kApart) return false;
+    *out = static_cast<uint32_t>(d);
+    return true;
+  };
+  if (!fits(bases_[unit / kBlock], span.ts_ns, &offsets_[unit]) ||
+      !fits(span.ts_ns, span.end_ns, &durations_[unit])) {
+    offsets_[unit] = kApart;
+    apart_.emplace(static_cast<uint32_t>(unit), span);
+  }
+}
+
 std::string OpTree::ScopePath(uint32_t scope) const {
   std::vector<std::string_view> parts;
   for (uint32_t s = scope; s != kRootScope; s = scopes[s].parent) {
@@ -282,6 +297,9 @@ class UnitLinker {
     tree_.scopes.push_back(ScopeNode{});
   }
 
+  // KeepUnitSpans() keeps each unit's span (OpTree::unit_spans); before the first unit only.
+  void KeepUnitSpans() { unit_spans_ = true; }
+
   // Open() is the frame of `op`, named `name` (host name id op.name) on `thread`, with recorded
   // arguments `shapes`, inside `parent` (nullptr: no open event): a top-level cpu_op makes a
   // unit, an annotation outside every cpu_op a unit kept only if a kernel comes to it, a module
@@ -298,7 +316,7 @@ class UnitLinker {
     switch (op.kind) {
       case HostOpKind::kOperator:
         if (f.operator_unit == kNone) {
-          f.operator_unit = NewUnit(NormalizedName(op.name, name), parent_scope, op.ts_ns,
+          f.operator_unit = NewUnit(NormalizedName(op.name, name), parent_scope, op.ts_ns, f.end_ns,
                                     op.position, thread, kReferenced);
         }
         if (launch_sites_) f.launch_op = NormalizedName(op.name, name);
@@ -310,7 +328,7 @@ class UnitLinker {
       case HostOpKind::kAnnotation:
         if (f.operator_unit == kNone) {
           f.annotation_unit = NewUnit(NormalizedName(op.name, name), parent_scope, op.ts_ns,
-                                      op.position, thread, 0);
+                                      f.end_ns, op.position, thread, 0);
         }
         break;
       case HostOpKind::kModule:
@@ -368,7 +386,7 @@ class UnitLinker {
     } else {
       link.unit = NewUnit(Name(std::string(LaunchUnitName(name))),
                           innermost == nullptr ? kRootScope : innermost->scope, call.ts_ns,
-                          call.position, thread, kLaunch);
+                          call.ts_ns, call.position, thread, kLaunch);
       link.linked = false;
     }
     links_.push_back(link);
@@ -423,9 +441,17 @@ class UnitLinker {
   static constexpr uint8_t kLaunch = 2;      // OpUnit::is_launch
   static constexpr uint8_t kGraph = 4;       // OpUnit::graph
 
-  uint32_t NewUnit(uint32_t name, uint32_t scope, int64_t ts_ns, uint32_t position, uint32_t thread,
-                   uint8_t flags) {
+  uint32_t NewUnit(uint32_t name, uint32_t scope, int64_t ts_ns, int64_t end_ns, uint32_t position,
+                   uint32_t thread, uint8_t flags) {
     pending_.push_back(PendingUnit{ts_ns, name, scope, position, thread});
+    if (unit_spans_) {
+      int64_t dur;
+      if (__builtin_sub_overflow(end_ns, ts_ns, &dur) || dur < 0 || dur >= UINT32_MAX) {
+        pending_long_ends_.emplace(static_cast<uint32_t>(pending_.size() - 1), end_ns);
+        dur = UINT32_MAX;
+      }
+      pending_durations_.push_back(static_cast<uint32_t>(dur));
+    }
     unit_flags_.push_back(flags);
     return static_cast<uint32_t>(pending_.size() - 1);
   }
@@ -544,10 +570,12 @@ class UnitLinker {
 
   // LinkGroups() finds each correlation group's unit and lets the correlation index go.
   std::vector<GroupLink> LinkGroups(const TraceProfile& p) {
-    std::vector<GroupLink> group_link(p.group_correlation.size());
+    std::vector<GroupLink> group_link(p.correlated_groups());
     if (launch_sites_) tree_.group_launch.resize(group_link.size());
+    PackedCorrelations::Cursor cursor;
     for (size_t g = 0; g < group_link.size(); ++g) {
-      const std::optional<uint32_t> call = correlations_.Find(p.group_correlation[g]);
+      const std::optional<uint32_t> call =
+          correlations_.Find(*p.GroupCorrelation(static_cast<uint32_t>(g), &cursor));
       if (!call) continue;
       const CallLink& link = links_[*call];
       group_link[g] = GroupLink{link.unit, link.linked};
@@ -663,6 +691,18 @@ class UnitLinker {
       if (link.unit != kNone) link.unit = new_index[link.unit];
     }
     const size_t kept = order.size();
+    if (unit_spans_) {
+      // order[i] is the pending unit that becomes unit i.
+      tree_.unit_spans.Set(kept, [&](size_t unit) {
+        const uint32_t u = order[unit];
+        const int64_t ts = pending_[u].ts_ns;
+        return UnitSpan{ts, pending_durations_[u] == UINT32_MAX
+                                ? pending_long_ends_.at(u)
+                                : ts + int64_t{pending_durations_[u]}};
+      });
+      pending_durations_ = std::deque<uint32_t>();
+      pending_long_ends_ = absl::flat_hash_map<uint32_t, int64_t>();
+    }
     ordering_bytes_ = pending_.size() * (sizeof(PendingUnit) + sizeof(uint8_t)) + BytesOf(step) +
                       BytesOf(order) + BytesOf(new_index);
     order = std::vector<uint32_t>();
@@ -731,6 +771,10 @@ class UnitLinker {
   GroupIndex correlations_;          // correlation id -> its entry of links_
   std::vector<CallLink> links_;
   bool launch_sites_;
+  bool unit_spans_ = false;
+  // Per pending unit, with unit spans: its duration, or UINT32_MAX and its end apart.
+  std::deque<uint32_t> pending_durations_;
+  absl::flat_hash_map<uint32_t, int64_t> pending_long_ends_;
   std::vector<LaunchSite> link_sites_;  // per entry of links_, with launch sites
   std::vector<int64_t> latest_end_;     // per step: the latest end among it and those before
   size_t steps_begun_ = 0;              // StepOf()'s last count of steps begun
@@ -828,6 +872,7 @@ void NestAnyOrder(const TraceHost& host, UnitLinker* linker, CpuSideBytes* bytes
 
 OpTree BuildAnyOrder(const TraceProfile& profile, CpuSideBytes* held) {
   UnitLinker linker(profile.host.launch_sites);
+  if (profile.host.unit_spans) linker.KeepUnitSpans();
   CpuSideBytes nesting;
   NestAnyOrder(profile.host, &linker, &nesting);
   OpTree tree =
@@ -985,6 +1030,8 @@ struct CpuSideStream::Impl {
 CpuSideStream::CpuSideStream(bool launch_sites) : impl_(std::make_unique<Impl>(launch_sites)) {}
 CpuSideStream::~CpuSideStream() = default;
 
+void CpuSideStream::KeepUnitSpans() { impl_->linker.KeepUnitSpans(); }
+
 bool CpuSideStream::Consume(const HostActivity& chunk, uint64_t first_position,
                             uint64_t events_without_times) {
   if (!impl_->Consume(chunk, first_position)) return false;
@@ -1006,6 +1053,7 @@ OpTree BuildOpTree(const TraceProfile& profile) {
 }
 
 OpTree TakeOpTree(TraceProfile* profile, CpuSideBytes* held) {
+  if (profile->host.pack_correlations) profile->PackGroupCorrelations();
   CpuSideBytes bytes;
   OpTree tree;
   TraceHost& host = profile->host;
@@ -1020,6 +1068,8 @@ OpTree TakeOpTree(TraceProfile* profile, CpuSideBytes* held) {
   left.events_read_again = host.events_read_again;
   left.events_without_times = host.events_without_times;
   left.launch_sites = host.launch_sites;
+  left.unit_spans = host.unit_spans;
+  left.pack_correlations = host.pack_correlations;
   host = std::move(left);
   if (held != nullptr) *held = bytes;
   if (profile->by_op.state == ByOpClassification::State::kPending) {

@@ -18,6 +18,53 @@ uint8_t* KernelStream::PutVarint(uint8_t* p, uint64_t v) {
   return p;
 }
 
+PackedCorrelations::PackedCorrelations(const std::vector<int64_t>& ids) : size_(ids.size()) {
+  int64_t previous = 0;
+  for (size_t g = 0; g < ids.size(); ++g) {
+    if (g % kStride == 0) marks_.push_back(Mark{bytes_.size(), previous});
+    uint64_t delta = static_cast<uint64_t>(ids[g]) - static_cast<uint64_t>(previous);
+    delta = (delta << 1) ^ (~(delta >> 63) + 1);  // zigzag
+    while (delta >= 0x80) {
+      bytes_.push_back(static_cast<uint8_t>(delta | 0x80));
+      delta >>= 7;
+    }
+    bytes_.push_back(static_cast<uint8_t>(delta));
+    previous = ids[g];
+  }
+  bytes_.shrink_to_fit();
+}
+
+int64_t PackedCorrelations::At(uint32_t group, Cursor* cursor) const {
+  assert(group < size_);
+  if (group == cursor->group) return cursor->id;  // the kernels of a group come together
+  if (cursor->group == UINT32_MAX || group < cursor->group || group - cursor->group > kStride) {
+    const Mark& mark = marks_[group / kStride];
+    // Positioned just before the mark's group: the one before it, decoded.
+    *cursor = Cursor{group / kStride * kStride - 1, mark.offset, mark.id};
+  }
+  while (true) {
+    uint64_t delta = 0;
+    for (int shift = 0;; shift += 7) {
+      const uint8_t byte = bytes_[cursor->offset++];
+      delta |= uint64_t{byte & 0x7fu} << shift;
+      if (byte < 0x80) break;
+    }
+    delta = (delta >> 1) ^ (~(delta & 1) + 1);
+    cursor->id = static_cast<int64_t>(static_cast<uint64_t>(cursor->id) + delta);
+    if (++cursor->group == group) return cursor->id;
+  }
+}
+
+void TraceProfile::PackGroupCorrelations() {
+  packed_group_correlation = PackedCorrelations(group_correlation);
+  group_correlation = std::vector<int64_t>();
+}
+
+void KernelStream::KeepPlacement() {
+  assert(size_ == 0);  // every record is encoded alike
+  keeps_placement_ = true;
+}
+
 void KernelStream::push_back(const KernelRecord& k) {
   if (segments_.empty() || segment_bytes_.back() + kMaxRecordBytes > kSegmentBytes) {
     segments_.emplace_back(new uint8_t[kSegmentBytes]);
@@ -33,10 +80,19 @@ void KernelStream::push_back(const KernelRecord& k) {
     if (k.group == state_.groups) ++state_.groups;
   }
   uint8_t* start = segments_.back().get() + segment_bytes_.back();
+  // With placement, the group's lowest bit says whether the kernel ran elsewhere than the one
+  // before: most run where the one before did, and cost no more (group codes are small).
+  const bool moved = keeps_placement_ && (k.device != state_.device || k.stream != state_.stream);
   uint8_t* p = PutVarint(start, k.name);
-  p = PutVarint(p, group);
+  p = PutVarint(p, keeps_placement_ ? (group << 1) | moved : group);
   p = PutVarint(p, zigzag(dur));
   p = PutVarint(p, zigzag(ts - state_.previous_end));
+  if (moved) {
+    p = PutVarint(p, zigzag(static_cast<uint64_t>(int64_t{k.device})));
+    p = PutVarint(p, zigzag(static_cast<uint64_t>(int64_t{k.stream})));
+    state_.device = k.device;
+    state_.stream = k.stream;
+  }
   segment_bytes_.back() += static_cast<size_t>(p - start);
   state_.previous_end = ts + dur;
 
@@ -318,12 +374,14 @@ void TraceReducer::Consume(const ParsedChunk& chunk, const ChunkSummary& summary
   }
 
   ConsumeGpu(chunk, summary);
+  if (keep_placement_) KeepTransfers(chunk);
   if (!keep_kernel_records_) return;
   for (size_t i = 0; i < chunk.kernels.size(); ++i) {
     const KernelEvent& k = chunk.kernels[i];
     const uint32_t local = summary.kernel_group[i];
     p.kernels.push_back(KernelRecord{k.ts_ns, k.dur_ns, local_to_global_[k.name],
-                                     local == kNoGroup ? kNoGroup : group_local_to_global_[local]});
+                                     local == kNoGroup ? kNoGroup : group_local_to_global_[local],
+                                     k.device, k.stream});
   }
 }
 
@@ -571,6 +629,36 @@ void InternAll(const InternedStrings& table, StringMap<uint32_t>* ids,
 }
 
 }  // namespace
+
+void TraceReducer::KeepPlacement() {
+  keep_placement_ = true;
+  profile_.kernels.KeepPlacement();
+  profile_.host.unit_spans = true;
+  profile_.host.pack_correlations = true;
+  if (profile_.host.stream) profile_.host.stream->KeepUnitSpans();
+}
+
+void TraceReducer::KeepTransfers(const ParsedChunk& chunk) {
+  const InternedStrings& names = chunk.transfer_names;
+  transfer_local_to_global_.resize(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto [it, added] = transfer_name_ids_.try_emplace(
+        names[i], static_cast<uint32_t>(profile_.transfer_names.size()));
+    if (added) profile_.transfer_names.emplace_back(names[i]);
+    transfer_local_to_global_[i] = it->second;
+  }
+  for (const GpuTransfer& t : chunk.transfers) {
+    profile_.transfers.push_back(TransferRecord{t.ts_ns, t.dur_ns, t.correlation, t.device,
+                                                t.stream, transfer_local_to_global_[t.name]});
+  }
+}
+
+void TraceReducer::SkipIdleCpuOps() {
+  profile_.cpu_ops_by_thread.reset();
+  record_cpu_waits_ = false;
+  launch_join_.RecordCpuWaits(nullptr);
+  step_timeline_.RecordCpuWaits(nullptr);
+}
 
 void TraceReducer::RecordCpuWaits() {
   record_cpu_waits_ = true;

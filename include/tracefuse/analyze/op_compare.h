@@ -39,6 +39,7 @@ struct OpCompareOptions {
   uint32_t edit_cap = 2000;  // per step
   size_t top_instances = 20;
   const GpuSpecs* gpu_specs = nullptr;  // the peak table; nullptr: BuiltinGpuSpecs()
+  bool keep_partners = false;           // fill OpComparison::partners
 };
 
 // OpKernels is one kernel family's kernels under a unit or a table row, with its example: the
@@ -208,6 +209,9 @@ struct FusionDifference {
   std::string fused_kernel_category;  // its category
   int32_t example_step = kNoStep;     // the instance that differs most in time
   uint64_t example_index = 0;         // its trace-1 unit's position (from 1) in its step
+  // Per side, the first unit of each place its instances were found in (a matched pair's unit,
+  // a stretch's first), each once, in the trace's unit order: where a Perfetto trace links it to.
+  PerSide<std::vector<uint32_t>> instance_units;
 
   Side unfused() const { return Opposite(fused_by); }
   // saving_ns() is the unfused side's time minus the fused side's over the whole stretch:
@@ -266,6 +270,8 @@ struct OpComparison {
   // unfused side's then the fused side's kernel types and ops, so that the order does not depend
   // on which trace is which.
   std::vector<FusionDifference> fusion_differences;
+  // With OpCompareOptions::keep_partners: per trace-1 unit, its matched trace-2 unit, or kNoUnit.
+  std::vector<uint32_t> partners;
 
   // What CompareOps() leaves for FindFusionDifferences(), which clears them: candidates by step,
   // then position; their units; their scopes.

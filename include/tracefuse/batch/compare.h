@@ -8,12 +8,14 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tracefuse/analyze/fusion.h"
 #include "tracefuse/pipeline/flow_graph.h"
 #include "tracefuse/report/fusion.h"
 #include "tracefuse/report/ops.h"
+#include "tracefuse/report/perfetto.h"
 
 namespace tracefuse {
 
@@ -25,7 +27,13 @@ struct CompareOptions {
   bool by_op = false;               // also align the operators for their fusion differences
   std::string csv_table = "types";  // FusionCsvTables()
   bool full_names = false;          // CompareContext::full_names
+  std::string align = "steps";      // --format perfetto: PerfettoAligns()
+  int threads = 0;                  // --format perfetto's writers (0: DefaultThreadCount())
 };
+
+// CompareFormats() are the formats `compare` writes: FusionFormats(), and perfetto with --by-op
+// (WriteOpsPerfetto()).
+const std::vector<std::string>& CompareFormats();
 
 // ComparisonLabels() names the two sides in reports: `label1` and `label2` where given, else the
 // platforms' names when they are known and differ, else the reference's "Trace 1" and "Trace 2".

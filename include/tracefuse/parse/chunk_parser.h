@@ -53,6 +53,7 @@ struct GpuTransfer {
   int32_t device = -1;  // as KernelEvent::device
   int32_t stream = -1;  // args.stream, -1 without one
   bool has_correlation = false;
+  uint32_t name = 0;  // index into ParsedChunk::transfer_names
 };
 
 // Launch is a runtime or driver call with a correlation id and a numeric ts: what gives the GPU
@@ -237,6 +238,9 @@ struct ParsedChunk {
   // Memcpy and memset events, in trace order; those whose ts or dur was missing or not a number
   // are counted, not kept.
   std::vector<GpuTransfer> transfers;
+  // The chunk's distinct transfer names ("Memcpy HtoD (Pageable -> Device)"), apart from the
+  // kernel names, which classification reads.
+  InternedStrings transfer_names;
   uint64_t transfers_with_bad_times = 0;
   // Launches and step annotations, in trace order; step annotations whose ts or dur was missing
   // or not a number are counted, not kept.

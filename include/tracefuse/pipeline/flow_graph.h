@@ -63,6 +63,15 @@ struct PipelineOptions {
   // ClassifiesByLaunchingOp() accepts. Without host_activity, a trace with such names and
   // cpu_ops is read a second time, with its CPU side; with it, TakeOpTree() classifies.
   bool classify_by_launching_op = false;
+  // Keep, with the kernel records, each kernel's device and stream, each memcpy and memset with
+  // its name, and (with host_activity) each top-level op's span: what a Perfetto trace draws
+  // (TraceReducer::KeepPlacement()). About two bytes a kernel and 40 a transfer more.
+  bool keep_placement = false;
+  // With host_activity: name the cpu_ops the GPU waited on in each device's idle split
+  // (IdleSplit::cpu_ops), holding each thread's top-level ops and each launch's thread while the
+  // trace is read (on the generated 1 GB pair, 28 MB of ops' peak). The Perfetto output, which
+  // draws no idle causes, does without.
+  bool idle_cpu_ops = true;
   // Called from the reading stage, at most once per block; must be thread-safe.
   std::function<void(const ProgressUpdate&)> progress;
 };
@@ -95,6 +104,8 @@ struct Comparison {
   FusionReport report;
   // `compare --by-op`: the op-level comparison, for its fusion differences; nullopt without.
   std::optional<OpComparison> ops;
+  // `compare --by-op` with PipelineOptions::keep_placement: each trace's op tree; empty otherwise.
+  PerSide<OpTree> trees;
   double read_seconds = 0;     // both traces streamed and reduced, concurrently
   double analyze_seconds = 0;  // the final merge stage
 };
@@ -110,7 +121,9 @@ absl::StatusOr<Comparison> CompareTraces(const std::string& path1, const std::st
 
 // OperatorComparison is what CompareOperators() returns.
 struct OperatorComparison {
-  PerSide<TraceProfile> traces;  // without their kernel records and CPU side, once linked
+  // Without their kernel records (kept with PipelineOptions::keep_placement) and CPU side, once
+  // linked.
+  PerSide<TraceProfile> traces;
   PerSide<OpTree> trees;
   OpComparison ops;
   double read_seconds = 0;     // both traces streamed, reduced and linked to their ops

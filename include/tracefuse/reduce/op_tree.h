@@ -25,6 +25,7 @@
 #ifndef TRACEFUSE_REDUCE_OP_TREE_H_
 #define TRACEFUSE_REDUCE_OP_TREE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -32,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "tracefuse/reduce/trace_profile.h"
 
 namespace tracefuse {
@@ -95,6 +97,52 @@ struct StepSpan {
   uint32_t position = 0;
 };
 
+// UnitSpan is where a unit's CPU event lies: its top-level op's or annotation's start and end,
+// or, for a launch no op encloses, the runtime call's start (both ends).
+struct UnitSpan {
+  int64_t ts_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// UnitSpans holds each unit's span in 8 bytes: its start as an offset from its block's base
+// (units are laid out by step, thread and start, so a block of kBlock units spans little time)
+// and its duration, each where 32 bits hold it (4.3 s), the few others apart.
+class UnitSpans {
+ public:
+  // Set() gives `units` units their spans, span(u) for unit u, all at once (span is called twice a
+  // unit: nothing is held between).
+  template <typename SpanOf>
+  void Set(size_t units, SpanOf span) {
+    bases_.assign((units + kBlock - 1) / kBlock, INT64_MAX);
+    for (size_t u = 0; u < units; ++u) {
+      bases_[u / kBlock] = std::min(bases_[u / kBlock], span(u).ts_ns);
+    }
+    offsets_.resize(units);
+    durations_.resize(units);
+    for (size_t u = 0; u < units; ++u) Place(u, span(u));
+  }
+  void Set(const std::vector<UnitSpan>& spans) {
+    Set(spans.size(), [&](size_t u) { return spans[u]; });
+  }
+  UnitSpan operator[](size_t unit) const {
+    const uint32_t offset = offsets_[unit], d = durations_[unit];
+    if (offset == kApart || d == kApart) return apart_.at(static_cast<uint32_t>(unit));
+    const int64_t start = bases_[unit / kBlock] + int64_t{offset};
+    return UnitSpan{start, start + int64_t{d}};
+  }
+  size_t size() const { return offsets_.size(); }
+  bool empty() const { return offsets_.empty(); }
+
+ private:
+  static constexpr size_t kBlock = 256;
+  static constexpr uint32_t kApart = UINT32_MAX;
+  void Place(size_t unit, const UnitSpan& span);
+  std::vector<int64_t> bases_;  // per block: its earliest start
+  std::vector<uint32_t> offsets_;
+  std::vector<uint32_t> durations_;
+  absl::flat_hash_map<uint32_t, UnitSpan> apart_;  // unit -> its span, where kApart
+};
+
 inline constexpr uint32_t kNoWork = UINT32_MAX;
 inline constexpr uint32_t kNoOp = UINT32_MAX;
 
@@ -136,6 +184,9 @@ struct OpTree {
   // Per correlation group, where its launch was made; only when the CPU side was read with
   // TraceHost::launch_sites (8 bytes a group), empty otherwise.
   std::vector<LaunchSite> group_launch;
+  // Per unit, its span; only when the CPU side was read with TraceHost::unit_spans (8 bytes a
+  // unit), empty otherwise.
+  UnitSpans unit_spans;
   // What the perf models read (docs/perf-models.md, "Which ops count"): per unit, the ops counted
   // in it, as a set of UnitWork shared by the units that count the same ops with the same shapes.
   // Set s is work[work_sets[s], work_sets[s + 1]). unit_work is empty when no op has a model.
@@ -176,6 +227,8 @@ class CpuSideStream {
   // `launch_sites`: keep each launch's site (OpTree::group_launch).
   explicit CpuSideStream(bool launch_sites = false);
   ~CpuSideStream();
+  // KeepUnitSpans() keeps each unit's span (OpTree::unit_spans); before the first Consume() only.
+  void KeepUnitSpans();
   CpuSideStream(const CpuSideStream&) = delete;
   CpuSideStream& operator=(const CpuSideStream&) = delete;
 

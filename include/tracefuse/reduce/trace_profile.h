@@ -38,10 +38,58 @@ struct KernelRecord {
   int64_t dur_ns = 0;
   uint32_t name = 0;          // index into TraceProfile::names
   uint32_t group = kNoGroup;  // index into the group arrays, or kNoGroup
+  // Where it ran (KernelEvent's), kept only by a stream that keeps placement
+  // (KernelStream::KeepPlacement()); -1 otherwise.
+  int32_t device = -1;
+  int32_t stream = -1;
 
   friend bool operator==(const KernelRecord& a, const KernelRecord& b) {
-    return a.ts_ns == b.ts_ns && a.dur_ns == b.dur_ns && a.name == b.name && a.group == b.group;
+    return a.ts_ns == b.ts_ns && a.dur_ns == b.dur_ns && a.name == b.name && a.group == b.group &&
+           a.device == b.device && a.stream == b.stream;
   }
+};
+
+// TransferRecord is one memcpy or memset as the reducer kept it (TraceReducer::KeepPlacement()).
+struct TransferRecord {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  int64_t correlation = 0;  // 0 without one
+  int32_t device = -1;
+  int32_t stream = -1;
+  uint32_t name = 0;  // index into TraceProfile::transfer_names
+};
+
+// PackedCorrelations holds a trace's group correlation ids as what each adds to the one before
+// (zigzag LEB128): CUPTI and roctracer number their calls in order, so a group costs a byte or
+// two, against eight. At() decodes from the nearest mark (at most kStride ids); with a Cursor,
+// reads in increasing group order decode each id once.
+class PackedCorrelations {
+ public:
+  // Cursor is where a reader is: one per reading thread.
+  struct Cursor {
+    uint32_t group = UINT32_MAX;  // the group last decoded; none yet
+    uint64_t offset = 0;          // where the next group's id begins
+    int64_t id = 0;               // the group's id
+  };
+
+  PackedCorrelations() = default;
+  explicit PackedCorrelations(const std::vector<int64_t>& ids);
+  size_t size() const { return size_; }
+  int64_t At(uint32_t group) const {
+    Cursor cursor;
+    return At(group, &cursor);
+  }
+  int64_t At(uint32_t group, Cursor* cursor) const;
+
+ private:
+  static constexpr uint32_t kStride = 256;
+  struct Mark {
+    uint64_t offset;
+    int64_t id;
+  };
+  std::vector<uint8_t> bytes_;
+  std::vector<Mark> marks_;  // per kStride groups: where the group's id begins, and the id before
+  size_t size_ = 0;
 };
 
 struct CategoryTotals {
@@ -65,6 +113,13 @@ struct CategoryTotals {
 // how far kernels are displaced.
 class KernelStream {
  public:
+  // KeepPlacement() makes the stream keep each kernel's device and stream too, for the outputs
+  // that place kernels on tracks (Perfetto): a bit of the group's varint says whether they differ
+  // from the kernel before's, and two more varints follow only where they do (one stream: about
+  // 0.1 byte a kernel; kernels alternating between streams: about 2). Before the first
+  // push_back() only. A stream that does not keep them decodes -1 for both.
+  void KeepPlacement();
+  bool keeps_placement() const { return keeps_placement_; }
   void push_back(const KernelRecord& k);
 
   uint64_t size() const { return size_; }
@@ -84,16 +139,21 @@ class KernelStream {
 
  private:
   static constexpr size_t kSegmentBytes = size_t{1} << 20;
-  static constexpr size_t kMaxRecordBytes = 4 * 10;  // four 64-bit varints
+  static constexpr size_t kMaxRecordBytes = 6 * 10;  // up to six 64-bit varints
 
   // The decoder's running state; the encoder keeps the same.
   struct State {
     uint64_t previous_end = 0;  // ts + dur of the previous kernel, wrapping like the deltas
     uint32_t groups = 0;        // groups opened so far
+    int32_t device = -1;        // where the previous kernel ran (with placement)
+    int32_t stream = -1;
   };
   static uint8_t* PutVarint(uint8_t* p, uint64_t v);
   static const uint8_t* GetVarint(const uint8_t* p, uint64_t* v);
+  template <bool kPlaced>
   static const uint8_t* Decode(const uint8_t* p, State* state, KernelRecord* k);
+  template <bool kPlaced, typename F>
+  void ForEachDecoded(F&& f) const;
 
   // A position in the stream, with the decoder state there: copies resume where they were taken.
   class Cursor {
@@ -106,7 +166,7 @@ class KernelStream {
         end_ = p_ + stream_->segment_bytes_[segment_];
         ++segment_;
       }
-      p_ = Decode(p_, &state_, k);
+      p_ = stream_->keeps_placement_ ? Decode<true>(p_, &state_, k) : Decode<false>(p_, &state_, k);
       return true;
     }
 
@@ -124,6 +184,7 @@ class KernelStream {
   uint64_t size_ = 0;
   uint64_t descents_ = 0;  // kernels starting before the previous one
   int64_t previous_ts_ = 0;
+  bool keeps_placement_ = false;
 };
 
 // Run lengths of one category in the ts-ordered type sequence.
@@ -247,6 +308,11 @@ struct TraceHost {
   std::vector<std::string> shapes;   // HostActivity::shapes, interned per trace
   uint64_t events_without_times = 0;
   bool launch_sites = false;  // the op tree keeps each launch's site (OpTree::group_launch)
+  bool unit_spans = false;    // the op tree keeps each unit's span (OpTree::unit_spans)
+  // TakeOpTree() packs the profile's group correlations first
+  // (TraceProfile::PackGroupCorrelations): what reads them after linking reads them in order, and
+  // the linking reuses the memory freed.
+  bool pack_correlations = false;
 
   // CollectedBytes() is what the collected events hold (kAnyOrder).
   uint64_t CollectedBytes() const;
@@ -315,11 +381,29 @@ struct TraceProfile {
 
   uint64_t kernel_count = 0;
   KernelStream kernels;  // empty when the pipeline was told not to keep records
+  // Every memcpy and memset in trace order, with their names: only where placement was kept
+  // (TraceReducer::KeepPlacement()), for the outputs that draw them (Perfetto).
+  std::vector<TransferRecord> transfers;
+  std::vector<std::string> transfer_names;
   uint64_t kernels_without_correlation = 0;
   // Per correlation group: its id, kept with the kernel records (what links groups to their
   // kernels and CPU ops: 8 bytes a group, most of a large trace's statistics), and its size.
   std::vector<int64_t> group_correlation;
   std::vector<uint32_t> group_size;
+  // PackGroupCorrelations() moves group_correlation here, packed (TakeOpTree() does, where
+  // TraceHost::pack_correlations asks); GroupCorrelation() and correlated_groups() read either.
+  PackedCorrelations packed_group_correlation;
+  void PackGroupCorrelations();
+  size_t correlated_groups() const {
+    return group_correlation.empty() ? packed_group_correlation.size() : group_correlation.size();
+  }
+  std::optional<int64_t> GroupCorrelation(uint32_t group,
+                                          PackedCorrelations::Cursor* cursor = nullptr) const {
+    if (group < group_correlation.size()) return group_correlation[group];
+    if (group >= packed_group_correlation.size()) return std::nullopt;
+    return cursor != nullptr ? packed_group_correlation.At(group, cursor)
+                             : packed_group_correlation.At(group);
+  }
   TraceHost host;
   GpuTimeline gpu_timeline;
   // While the CPU side is read: its top-level ops per thread and each launch's thread, until
@@ -428,6 +512,14 @@ class TraceReducer {
   // RecordCpuWaits() keeps the cpu_wait part of each gap (GpuTimeline::cpu_wait_spans), for
   // AttributeCpuWaits(); done from the start where the CPU side is read.
   void RecordCpuWaits();
+  // KeepPlacement() keeps, with the kernel records, each kernel's device and stream
+  // (KernelStream::KeepPlacement()), each memcpy and memset (TraceProfile::transfers) and each
+  // top-level op's span (OpTree::unit_spans), and packs the group correlations once linked
+  // (TraceHost::pack_correlations): what a Perfetto trace draws. Before the first Consume() only.
+  void KeepPlacement();
+  // SkipIdleCpuOps() holds neither each thread's top-level ops nor the cpu_wait spans: the idle
+  // splits get no cpu_ops (PipelineOptions::idle_cpu_ops). Before the first Consume() only.
+  void SkipIdleCpuOps();
   // events() is how many events the chunks consumed so far held.
   uint64_t events() const { return profile_.events; }
   // Completes the profile: platform detection (and re-classification when a platform-dependent
@@ -452,6 +544,9 @@ class TraceReducer {
   CpuSideReading cpu_side_;
   GpuTimelineReading gpu_reading_;
   bool record_cpu_waits_ = false;
+  bool keep_placement_ = false;
+  StringMap<uint32_t> transfer_name_ids_;           // the trace's transfer names
+  std::vector<uint32_t> transfer_local_to_global_;  // chunk's transfer names to the trace's
   std::vector<bool> name_communicates_;  // per name: whether its kernels are Communication
   std::vector<std::pair<int32_t, DeviceSweep>> sweeps_;  // kStream: per device, few
   bool step_figures_;
@@ -466,6 +561,7 @@ class TraceReducer {
 
   void ConsumeHost(const ParsedChunk& chunk, uint64_t first_position);
   void ConsumeGpu(const ParsedChunk& chunk, const ChunkSummary& summary);
+  void KeepTransfers(const ParsedChunk& chunk);
   DeviceSweep& SweepOf(int32_t device);
   // SweepEach() sweeps `device`'s activities of the chunk one by one; false when one is out of
   // order.
@@ -495,10 +591,16 @@ inline const uint8_t* KernelStream::GetVarint(const uint8_t* p, uint64_t* v) {
   return p;
 }
 
+template <bool kPlaced>
 inline const uint8_t* KernelStream::Decode(const uint8_t* p, State* state, KernelRecord* k) {
   uint64_t name, group, dur, gap;
   p = GetVarint(p, &name);
   p = GetVarint(p, &group);
+  bool moved = false;
+  if constexpr (kPlaced) {
+    moved = (group & 1) != 0;
+    group >>= 1;
+  }
   p = GetVarint(p, &dur);
   p = GetVarint(p, &gap);
   auto unzigzag = [](uint64_t v) { return (v >> 1) ^ (~(v & 1) + 1); };
@@ -513,11 +615,31 @@ inline const uint8_t* KernelStream::Decode(const uint8_t* p, State* state, Kerne
   k->ts_ns = static_cast<int64_t>(ts);
   k->dur_ns = static_cast<int64_t>(unzigzag(dur));
   state->previous_end = ts + unzigzag(dur);
+  if constexpr (kPlaced) {
+    if (moved) {
+      uint64_t device, stream;
+      p = GetVarint(p, &device);
+      p = GetVarint(p, &stream);
+      state->device = static_cast<int32_t>(unzigzag(device));
+      state->stream = static_cast<int32_t>(unzigzag(stream));
+    }
+    k->device = state->device;
+    k->stream = state->stream;
+  }
   return p;
 }
 
 template <typename F>
 void KernelStream::ForEach(F&& f) const {
+  if (keeps_placement_) {
+    ForEachDecoded<true>(f);
+  } else {
+    ForEachDecoded<false>(f);
+  }
+}
+
+template <bool kPlaced, typename F>
+void KernelStream::ForEachDecoded(F&& f) const {
   // Not through Cursor: a loop per segment keeps the decoder state in registers (1.6x faster).
   State state;
   KernelRecord k;
@@ -525,7 +647,7 @@ void KernelStream::ForEach(F&& f) const {
     const uint8_t* p = segments_[s].get();
     const uint8_t* end = p + segment_bytes_[s];
     while (p < end) {
-      p = Decode(p, &state, &k);
+      p = Decode<kPlaced>(p, &state, &k);
       f(static_cast<const KernelRecord&>(k));
     }
   }

@@ -13,6 +13,7 @@
 #include "tracefuse/analyze/op_compare.h"
 #include "tracefuse/reduce/trace_profile.h"
 #include "tracefuse/report/output_file.h"
+#include "tracefuse/report/perfetto.h"
 
 namespace tracefuse {
 
@@ -21,6 +22,10 @@ namespace tracefuse {
 struct OpsContext {
   PerSide<const TraceProfile*> traces{};
   PerSide<std::string> labels;
+  // perfetto: the traces' op trees (read with PipelineOptions::keep_placement) and the alignment.
+  PerSide<const OpTree*> trees{};
+  PerfettoAlign align = PerfettoAlign::kSteps;
+  int threads = 1;
   size_t top = 20;                // rows per table in text, markdown and HTML
   std::string csv_table = "ops";  // OpsCsvTables()
   bool full_names = false;        // text, markdown: each kernel family by its example's full name
@@ -56,7 +61,7 @@ const std::vector<std::string>& OpsCsvTables();
 // (stable: step order breaks ties), as the people-facing formats list them.
 std::vector<const UnmatchedGroup*> LargestUnmatchedGroups(const OpComparison& ops, size_t top);
 
-// OpsFormats() are text, json, csv, markdown and html.
+// OpsFormats() are text, json, csv, markdown, html and perfetto (WriteOpsPerfetto()).
 const std::vector<std::string>& OpsFormats();
 
 // WriteOpsReport() writes the report in `format` to `path` ("-": standard output) through an

@@ -546,7 +546,7 @@ struct TraceView {
     return k.group == kNoGroup ? kSmall : slot_of_group[k.group];
   }
 
-  int64_t Correlation(uint32_t slot) const { return profile->group_correlation[large[slot]]; }
+  int64_t Correlation(uint32_t slot) const { return *profile->GroupCorrelation(large[slot]); }
 
   // ListTypes() copies large group `slot`'s types, in ts order, to `out`.
   void ListTypes(uint32_t slot, std::vector<CategoryId>* out) const {

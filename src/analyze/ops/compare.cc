@@ -249,7 +249,8 @@ struct TraceUnits {
   // Written while the steps are aligned, by the one block that holds each unit's step.
   mutable std::vector<uint32_t> row;    // per unit: its row's key, (key << 1) | matched
   mutable std::vector<uint32_t> group;  // per unit: its unmatched group, or kNone
-  // Trace 1's units only: the matched trace-2 unit, or kNone (until CompareTypeWork()).
+  // Trace 1's units only: the matched trace-2 unit, or kNone (until CompareTypeWork(); then
+  // OpComparison::partners when asked).
   mutable std::vector<uint32_t> partner;
   std::vector<WorkTotals> set_work;  // per work set of the tree (WorkOfSets())
 };
@@ -360,6 +361,8 @@ class Comparer {
           UnitCategoryWorkOf(*traces_[s].profile, *traces_[s].tree, traces_[s].set_work);
     });
     CompareTypeWork(unit_work);
+    if (options_.keep_partners) out_.partners = std::move(traces_[0].partner);
+    traces_[0].partner = std::vector<uint32_t>();
     AddNoLaunchRow(&all);
     Summarize(&all, top, instance_kernels);
     HoldExamples();
@@ -448,7 +451,6 @@ class Comparer {
     for (uint32_t u2 = 0; u2 < second.size(); ++u2) {
       CountLeftOut(second[u2], second_compared[u2], &out_.type_work_left_out[Side::kTrace2]);
     }
-    traces_[0].partner = std::vector<uint32_t>();  // read by nothing after this
   }
 
   static void CountLeftOut(const UnitCategoryWork& unit, bool compared, WorkLeftOut* left_out) {

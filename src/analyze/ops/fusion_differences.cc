@@ -979,11 +979,11 @@ class Finder {
 
   std::vector<FusionDifference> Describe() {
     PerSide<std::vector<std::vector<FusionKernel>>> examples = ExampleKernels();
-    std::vector<FusionDifference> out;
-    out.reserve(signatures_.size());
+    std::vector<FusionDifference> out(signatures_.size());
+    AddInstanceUnits(&out);
     for (uint32_t g = 0; g < signatures_.size(); ++g) {
       const Signature& sig = signatures_[g];
-      FusionDifference d;
+      FusionDifference& d = out[g];
       d.kind = sig.kind;
       d.scope = ops_.candidate_scopes[sig.scope];
       if (sig.kind != FusionDifferenceKind::kModule) d.op = op_names_[sig.ops[Side::kTrace1][0]];
@@ -1014,9 +1014,29 @@ class Finder {
       const FusionCandidate& c = ops_.candidates[CandidateOf(sig.example_slot)];
       d.example_step = c.step;
       d.example_index = ExampleIndex(c);
-      out.push_back(std::move(d));
     }
     return out;
+  }
+
+  // AddInstanceUnits() gives each signature's difference the first unit, per side, of each
+  // candidate it was found in.
+  void AddInstanceUnits(std::vector<FusionDifference>* out) const {
+    for (uint32_t c = 0; c < ops_.candidates.size(); ++c) {
+      const FusionCandidate& candidate = ops_.candidates[c];
+      for (uint32_t slot = candidate_slot_[c]; slot < candidate_slot_[c + 1]; ++slot) {
+        FusionDifference& d = (*out)[slot_signature_[slot]];
+        for (Side side : kSides) {
+          if (candidate.units_begin[side] == candidate.units_end[side]) continue;
+          d.instance_units[side].push_back(ops_.candidate_units[side][candidate.units_begin[side]]);
+        }
+      }
+    }
+    for (FusionDifference& d : *out) {
+      for (std::vector<uint32_t>& units : d.instance_units) {
+        std::sort(units.begin(), units.end());
+        units.erase(std::unique(units.begin(), units.end()), units.end());
+      }
+    }
   }
 
   // Extras() lists the unfused side's extra kernels by category and by family (the example's,

@@ -116,9 +116,10 @@ std::vector<std::vector<GroupKernel>> GroupKernels(const TraceProfile& profile,
   absl::flat_hash_map<int64_t, size_t> wanted;  // correlation id -> index in `correlations`
   for (size_t i = 0; i < correlations.size(); ++i) wanted.try_emplace(correlations[i], i);
   constexpr uint32_t kNotWanted = UINT32_MAX;
-  std::vector<uint32_t> slot_of_group(profile.group_correlation.size(), kNotWanted);
-  for (uint32_t g = 0; g < profile.group_correlation.size(); ++g) {
-    auto it = wanted.find(profile.group_correlation[g]);
+  std::vector<uint32_t> slot_of_group(profile.correlated_groups(), kNotWanted);
+  PackedCorrelations::Cursor cursor;
+  for (uint32_t g = 0; g < slot_of_group.size(); ++g) {
+    auto it = wanted.find(*profile.GroupCorrelation(g, &cursor));
     if (it != wanted.end()) slot_of_group[g] = static_cast<uint32_t>(it->second);
   }
   std::vector<std::vector<std::pair<int64_t, GroupKernel>>> timed(correlations.size());

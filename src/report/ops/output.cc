@@ -20,7 +20,8 @@ std::vector<const UnmatchedGroup*> LargestUnmatchedGroups(const OpComparison& op
 }
 
 const std::vector<std::string>& OpsFormats() {
-  static const std::vector<std::string> formats = {"text", "json", "csv", "markdown", "html"};
+  static const std::vector<std::string> formats = {"text",     "json", "csv",
+                                                   "markdown", "html", "perfetto"};
   return formats;
 }
 
@@ -31,6 +32,12 @@ absl::Status WriteOpsReport(const OpComparison& ops, const OpsContext& context,
                                [&](OutputFile* out) { return WriteOpsJson(ops, context, out); });
   }
   if (format == "html") return WriteOutput(path, OpsHtml(ops, context));
+  if (format == "perfetto") {
+    return WriteOpsPerfetto(ops,
+                            PerfettoInput{context.traces, context.trees, context.labels,
+                                          context.align, context.threads},
+                            path);
+  }
   const std::string out =
       format == "csv" ? OpsCsv(ops, context) : OpsText(ops, context, format == "markdown");
   return WriteOutput(path, out);
