@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -121,9 +120,13 @@ struct SideExtent {
 
 SideExtent ExtentOf(const TraceProfile& profile, const OpTree& tree) {
   SideExtent e;
+  std::optional<Placement> last;  // most kernels run where the one before did: no set lookup
   profile.kernels.ForEach([&](const KernelRecord& k) {
     e.first_ns = std::min(e.first_ns, k.ts_ns);
-    e.placements.insert(Placement{k.device, k.stream});
+    if (!last || last->device != k.device || last->stream != k.stream) {
+      last = Placement{k.device, k.stream};
+      e.placements.insert(*last);
+    }
   });
   for (const TransferRecord& t : profile.transfers) {
     e.first_ns = std::min(e.first_ns, t.ts_ns);
@@ -176,6 +179,21 @@ PerSide<SideClock> ClocksFor(const PerSide<const OpTree*>& trees, const PerSide<
   return clocks;
 }
 
+// ScopeTexts interns each of a tree's scope paths once, when first asked for (ids are a
+// writer's: one ScopeTexts per writer).
+class ScopeTexts {
+ public:
+  explicit ScopeTexts(const OpTree& tree) : tree_(tree), ids_(tree.scopes.size()) {}
+  InternedText Of(TraceWriter* w, uint32_t scope) {
+    if (ids_[scope].iid == 0) ids_[scope] = w->Text(tree_.ScopePath(scope));
+    return ids_[scope];
+  }
+
+ private:
+  const OpTree& tree_;
+  std::vector<InternedText> ids_;
+};
+
 std::string RoleText(const KernelRole& role) {
   if (role.is_helper())
     return StrCat("helper: ", role.helper, " of ", absl::StrJoin(role.serves, ", "));
@@ -213,7 +231,7 @@ class GpuWriter {
         roles_(roles),
         names_(profile.names.size()),
         ops_(tree.names.size()),
-        scopes_(tree.scopes.size()),
+        scopes_(tree),
         arg_{w_.ArgName("name"),       w_.ArgName("category"), w_.ArgName("role"),
              w_.ArgName("op"),         w_.ArgName("scope"),    w_.ArgName("step"),
              w_.ArgName("correlation")},
@@ -273,7 +291,7 @@ class GpuWriter {
     if (unit != kNoUnit) {
       const OpUnit& u = tree_.units[unit];
       args_.push_back({arg_.op, Op(u.name)});
-      if (u.scope != kRootScope) args_.push_back({arg_.scope, Scope(u.scope)});
+      if (u.scope != kRootScope) args_.push_back({arg_.scope, scopes_.Of(&w_, u.scope)});
       if (u.step != kNoStep) args_.push_back({arg_.step, int64_t{u.step}});
     } else {
       args_.push_back({arg_.op, no_op_});
@@ -308,11 +326,6 @@ class GpuWriter {
   InternedText Op(uint32_t name) {
     if (ops_[name].iid == 0) ops_[name] = w_.Text(tree_.names[name]);
     return ops_[name];
-  }
-
-  InternedText Scope(uint32_t scope) {
-    if (scopes_[scope].iid == 0) scopes_[scope] = w_.Text(tree_.ScopePath(scope));
-    return scopes_[scope];
   }
 
   uint64_t StreamTrack(Placement p, int64_t start, int64_t end) {
@@ -371,9 +384,9 @@ class GpuWriter {
   uint64_t process_;
   const std::vector<Placement>& placements_;
   const KernelRoles& roles_;
-  std::vector<NameIds> names_;        // per kernel name
-  std::vector<InternedText> ops_;     // per op name of the tree
-  std::vector<InternedText> scopes_;  // per scope
+  std::vector<NameIds> names_;     // per kernel name
+  std::vector<InternedText> ops_;  // per op name of the tree
+  ScopeTexts scopes_;
   struct {
     uint64_t name, category, role, op, scope, step, correlation;
   } arg_;
@@ -617,7 +630,7 @@ class OpsTrace {
         w.ArgName(StrCat("ratio, ", Label(Side::kTrace1), " / ", Label(Side::kTrace2)));
     const InternedText no = w.Text("no");
     std::vector<uint64_t> names(tree.names.size(), 0);
-    std::vector<InternedText> scopes(tree.scopes.size());
+    ScopeTexts scopes(tree);
     Lanes lanes;
     std::vector<uint64_t> tracks;
     std::vector<TraceArg> args;
@@ -639,8 +652,7 @@ class OpsTrace {
       flows.clear();
       ending.clear();
       if (unit.scope != kRootScope) {
-        if (scopes[unit.scope].iid == 0) scopes[unit.scope] = w.Text(tree.ScopePath(unit.scope));
-        args.push_back({scope_arg, scopes[unit.scope]});
+        args.push_back({scope_arg, scopes.Of(&w, unit.scope)});
       }
       if (unit.step != kNoStep) args.push_back({step_arg, int64_t{unit.step}});
       args.push_back({kernels_arg, uint64_t{unit.kernels}});
